@@ -1,0 +1,161 @@
+// meshpp/core/create.hpp — making tensors: zeros, ones, full, generate, random_*.
+//
+// Every value is a function of the element's *global* index, never of the rank or the
+// slice, so a program makes the same tensor (bit for bit) under every layout and rank count.
+// None of these communicate.
+//
+//   auto w = random_normal<float, io, hidden>(mesh, sizes, /*seed*/ 2);   // mesh's rules
+//   auto z = zeros<my_tensor_type>(mesh, sizes);                          // explicit type
+//   auto r = generate<double, i, j>(mesh, sizes, [](auto& g) { return g[0] * 10.0 + g[1]; });
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "meshpp/core/extents.hpp"
+#include "meshpp/core/random.hpp"
+#include "meshpp/core/shape.hpp"
+#include "meshpp/core/tensor.hpp"
+
+namespace meshpp {
+
+namespace detail {
+// for_each_element(t, f): f(element&, global index, global row-major linear index) for
+// every element of this rank's slice, in local row-major order.
+template <class Tensor, class F>
+void for_each_element(Tensor& t, F&& f) {
+  constexpr std::size_t n = Tensor::rank;
+  auto& local = t.local();
+  const auto& global_shape = t.global_shape();
+  const auto& offsets = t.local_offsets();
+  std::array<std::uint64_t, n> global_stride{};
+  std::uint64_t stride = 1;
+  for (std::size_t i = n; i-- > 0;) {
+    global_stride[i] = stride;
+    stride *= global_shape[i];
+  }
+  typename Tensor::index_type global = offsets;
+  std::uint64_t linear = 0;
+  for (std::size_t i = 0; i < n; ++i) linear += global[i] * global_stride[i];
+  const std::size_t count = local.size();
+  auto* data = local.data();
+  for (std::size_t j = 0; j < count; ++j) {
+    f(data[j], std::as_const(global), linear);
+    // odometer step over the local slice, keeping the global index and its linear form
+    for (std::size_t i = n; i-- > 0;) {
+      ++global[i];
+      linear += global_stride[i];
+      if (global[i] < offsets[i] + local.shape()[i]) break;
+      global[i] = offsets[i];
+      linear -= local.shape()[i] * global_stride[i];
+    }
+  }
+}
+}  // namespace detail
+
+// zeros<Tensor>(mesh, sizes)
+template <class Tensor, class... E>
+  requires is_tensor_v<Tensor>
+Tensor zeros(const typename Tensor::mesh_type& m, const extents<E...>& sizes) {
+  return Tensor(m, sizes);
+}
+// zeros<T, Dims...>(mesh, sizes): laid out by the mesh's rules
+template <class T, class... Dims, class Mesh, class... E>
+  requires(!is_tensor_v<T>)
+auto zeros(const Mesh& m, const extents<E...>& sizes) {
+  return zeros<tensor_of<T, shape<Dims...>, Mesh>>(m, sizes);
+}
+
+// full<Tensor>(mesh, sizes, value)
+template <class Tensor, class... E>
+  requires is_tensor_v<Tensor>
+Tensor full(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
+            typename Tensor::value_type value) {
+  Tensor t(m, sizes);
+  t.local().fill(value);
+  return t;
+}
+// full<T, Dims...>(mesh, sizes, value)
+template <class T, class... Dims, class Mesh, class... E>
+  requires(!is_tensor_v<T>)
+auto full(const Mesh& m, const extents<E...>& sizes, T value) {
+  return full<tensor_of<T, shape<Dims...>, Mesh>>(m, sizes, value);
+}
+
+// ones<Tensor>(mesh, sizes), ones<T, Dims...>(mesh, sizes)
+template <class Tensor, class... E>
+  requires is_tensor_v<Tensor>
+Tensor ones(const typename Tensor::mesh_type& m, const extents<E...>& sizes) {
+  return full<Tensor>(m, sizes, typename Tensor::value_type(1));
+}
+template <class T, class... Dims, class Mesh, class... E>
+  requires(!is_tensor_v<T>)
+auto ones(const Mesh& m, const extents<E...>& sizes) {
+  return full<T, Dims...>(m, sizes, T(1));
+}
+
+// generate<Tensor>(mesh, sizes, f): element = f(global index), the index an
+// std::array<std::size_t, rank> in the tensor's dim order.
+template <class Tensor, class F, class... E>
+  requires is_tensor_v<Tensor>
+Tensor generate(const typename Tensor::mesh_type& m, const extents<E...>& sizes, F&& f) {
+  Tensor t(m, sizes);
+  detail::for_each_element(t, [&](auto& x, const auto& global, std::uint64_t) {
+    x = static_cast<typename Tensor::value_type>(f(global));
+  });
+  return t;
+}
+// generate<T, Dims...>(mesh, sizes, f)
+template <class T, class... Dims, class Mesh, class F, class... E>
+  requires(!is_tensor_v<T>)
+auto generate(const Mesh& m, const extents<E...>& sizes, F&& f) {
+  return generate<tensor_of<T, shape<Dims...>, Mesh>>(m, sizes, std::forward<F>(f));
+}
+
+// random_uniform<Tensor>(mesh, sizes, seed, low = 0, high = 1): uniform in [low, high),
+// keyed by (seed, global index).
+template <class Tensor, class... E>
+  requires is_tensor_v<Tensor>
+Tensor random_uniform(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
+                      std::uint64_t seed, typename Tensor::value_type low = 0,
+                      typename Tensor::value_type high = 1) {
+  using T = typename Tensor::value_type;
+  Tensor t(m, sizes);
+  detail::for_each_element(t, [&](T& x, const auto&, std::uint64_t linear) {
+    x = low + (high - low) * uniform_at<T>(seed, linear);
+  });
+  return t;
+}
+// random_uniform<T, Dims...>(mesh, sizes, seed, low = 0, high = 1)
+template <class T, class... Dims, class Mesh, class... E>
+  requires(!is_tensor_v<T>)
+auto random_uniform(const Mesh& m, const extents<E...>& sizes, std::uint64_t seed, T low = 0,
+                    T high = 1) {
+  return random_uniform<tensor_of<T, shape<Dims...>, Mesh>>(m, sizes, seed, low, high);
+}
+
+// random_normal<Tensor>(mesh, sizes, seed, mean = 0, stddev = 1), keyed by
+// (seed, global index).
+template <class Tensor, class... E>
+  requires is_tensor_v<Tensor>
+Tensor random_normal(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
+                     std::uint64_t seed, typename Tensor::value_type mean = 0,
+                     typename Tensor::value_type stddev = 1) {
+  using T = typename Tensor::value_type;
+  Tensor t(m, sizes);
+  detail::for_each_element(t, [&](T& x, const auto&, std::uint64_t linear) {
+    x = mean + stddev * normal_at<T>(seed, linear);
+  });
+  return t;
+}
+// random_normal<T, Dims...>(mesh, sizes, seed, mean = 0, stddev = 1)
+template <class T, class... Dims, class Mesh, class... E>
+  requires(!is_tensor_v<T>)
+auto random_normal(const Mesh& m, const extents<E...>& sizes, std::uint64_t seed, T mean = 0,
+                   T stddev = 1) {
+  return random_normal<tensor_of<T, shape<Dims...>, Mesh>>(m, sizes, seed, mean, stddev);
+}
+
+}  // namespace meshpp

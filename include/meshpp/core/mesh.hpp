@@ -1,0 +1,241 @@
+// meshpp/core/mesh.hpp — mesh<axes<MeshDims...>, Rules>: MPI ranks arranged on named dims.
+//
+//   MESHPP_DIM(rows); MESHPP_DIM(cols);
+//   using mesh_t = mesh<axes<rows, cols>, layout<split<batch, rows>>>;
+//   mesh_t m({2, 2});                 // throws unless the communicator has 4 ranks
+//   m.coordinate<cols>()              // this rank's place along cols: rank = r * 2 + c
+//   m.communicator<rows>()            // the ranks that differ from this one only in rows
+//
+// A mesh is a cheap handle: copies share one state (the communicators), so tensors keep a
+// copy of their mesh and never dangle.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <boost/mpi/communicator.hpp>
+
+#include "meshpp/core/dim.hpp"
+#include "meshpp/core/error.hpp"
+#include "meshpp/core/extents.hpp"
+#include "meshpp/core/layout.hpp"
+#include "meshpp/core/shape.hpp"
+
+namespace meshpp {
+
+/// @brief The named dims of a mesh, in row-major order (the last varies fastest over ranks).
+template <class... MeshDims>
+struct axes {
+  static_assert(offending::not_a_dim_name<detail::first_non_dim_t<MeshDims...>>,
+                "meshpp::axes<MeshDims...>: every mesh dim must be declared with MESHPP_DIM");
+  static_assert(offending::duplicate_dim<detail::first_duplicate_t<MeshDims...>>,
+                "meshpp::axes<MeshDims...>: a mesh dim appears twice");
+  using shape_type = shape<MeshDims...>;
+  static constexpr std::size_t rank = sizeof...(MeshDims);
+};
+
+namespace detail {
+// first_unknown_mesh_dim_t<Shape, Splits...>: the first rule whose mesh dim is not in Shape.
+template <class S, class... Splits>
+struct first_unknown_mesh_dim {
+  using type = no_dim;
+};
+template <class S, class R, class... Rest>
+struct first_unknown_mesh_dim<S, R, Rest...> {
+  using type = std::conditional_t<contains_v<S, typename R::mesh_dim>,
+                                  typename first_unknown_mesh_dim<S, Rest...>::type, R>;
+};
+// unknown_mesh_dim_in_t<Shape, Layout>: the first rule of Layout whose mesh dim Shape lacks.
+template <class S, class L>
+struct unknown_mesh_dim_in;
+template <class S, class... Splits>
+struct unknown_mesh_dim_in<S, layout<Splits...>> {
+  using type = typename first_unknown_mesh_dim<S, Splits...>::type;
+};
+template <class S, class L>
+using unknown_mesh_dim_in_t = typename unknown_mesh_dim_in<S, L>::type;
+}  // namespace detail
+
+namespace offending {
+template <class Rule, class Axes>
+inline constexpr bool rule_names_a_mesh_dim_the_mesh_lacks = std::is_same_v<Rule, detail::no_dim>;
+template <class MeshDim, class Axes>
+inline constexpr bool not_a_mesh_dim = false;
+}  // namespace offending
+
+/// @brief A mesh of MPI ranks with named dims and the program's layout rules.
+/// @tparam Axes axes<MeshDims...>
+/// @tparam Rules layout<split<TensorDim, MeshDim>...>: every MeshDim must be in Axes.
+template <class Axes, class Rules = layout<>>
+class mesh;
+
+template <class... MeshDims, class... Splits>
+class mesh<axes<MeshDims...>, layout<Splits...>> {
+  using axes_shape = shape<MeshDims...>;
+  static_assert(sizeof(axes<MeshDims...>) > 0);  // instantiates the axes checks
+  static_assert(offending::rule_names_a_mesh_dim_the_mesh_lacks<
+                    detail::unknown_mesh_dim_in_t<axes_shape, layout<Splits...>>,
+                    axes<MeshDims...>>,
+                "meshpp::mesh<Axes, Rules>: a layout rule names a mesh dim that the mesh does "
+                "not have");
+  static_assert(sizeof...(MeshDims) <= 8,
+                "meshpp::mesh<Axes, Rules>: at most 8 mesh dims (one communicator is made for "
+                "every subset of them)");
+
+ public:
+  using axes_type = axes<MeshDims...>;
+  using rules = layout<Splits...>;
+  static constexpr std::size_t ndims = sizeof...(MeshDims);
+  using coordinates_type = std::array<int, ndims>;
+
+  // layout_for<Shape>: the program's rules restricted to Shape
+  template <class Shape>
+  using layout_for = layout_for_t<rules, Shape>;
+
+  // axis_v<M>: the position of mesh dim M in the axes
+  template <class M>
+  static constexpr std::size_t axis_v = [] {
+    static_assert(contains_v<axes_shape, M> || offending::not_a_mesh_dim<M, axes_type>,
+                  "meshpp::mesh: this mesh has no such mesh dim");
+    return index_of_v<axes_shape, M>;
+  }();
+
+  // mask_v<Ms...>: the bit set naming mesh dims Ms (bit i is axis i)
+  template <class... Ms>
+  static constexpr unsigned mask_v = (0u | ... | (1u << axis_v<Ms>));
+
+  /// Arranges the ranks of `comm` (world by default) on a mesh of the given sizes.
+  /// Collective over `comm`. Throws meshpp::error, on every rank, unless the sizes are
+  /// positive and multiply out to the number of ranks.
+  explicit mesh(const coordinates_type& sizes,
+                const boost::mpi::communicator& comm = boost::mpi::communicator())
+      : state_(std::make_shared<state>(sizes, comm)) {}
+
+  // mesh_t m(extents{rows{} = 2, cols{} = 4})
+  explicit mesh(const extents<MeshDims...>& sizes,
+                const boost::mpi::communicator& comm = boost::mpi::communicator())
+      : mesh(to_int_sizes(sizes), comm) {}
+
+  int rank() const { return state_->world.rank(); }
+  int size() const { return state_->world.size(); }
+  const coordinates_type& sizes() const { return state_->sizes; }
+  const coordinates_type& coordinates() const { return state_->coordinates; }
+
+  // size<M>(): the number of ranks along mesh dim M
+  template <class M>
+  int size() const {
+    return state_->sizes[axis_v<M>];
+  }
+  // coordinate<M>(): this rank's coordinate along mesh dim M
+  template <class M>
+  int coordinate() const {
+    return state_->coordinates[axis_v<M>];
+  }
+
+  // coordinates_of(r): the mesh coordinates of rank r of the mesh's communicator
+  coordinates_type coordinates_of(int r) const {
+    coordinates_type c{};
+    for (std::size_t i = ndims; i-- > 0;) {
+      c[i] = r % state_->sizes[i];
+      r /= state_->sizes[i];
+    }
+    return c;
+  }
+
+  /// The communicator of all ranks of the mesh.
+  const boost::mpi::communicator& world() const { return state_->world; }
+
+  /// communicator<Ms...>(): the ranks that differ from this one only in mesh dims Ms,
+  /// ranked in row-major order of their coordinates along Ms, so data gathered over it comes
+  /// back in mesh-coordinate order. communicator<>() holds this rank alone.
+  template <class... Ms>
+  const boost::mpi::communicator& communicator() const {
+    return state_->groups[mask_v<Ms...>];
+  }
+  /// The same, with the mesh dims given as a bit set (bit i is axis i).
+  const boost::mpi::communicator& communicator(unsigned mask) const {
+    return state_->groups.at(mask);
+  }
+
+  // names(): the mesh dims' printable names
+  static constexpr std::array<std::string_view, ndims> names() { return {MeshDims::name()...}; }
+
+  /// "[rows:2, cols:4]"
+  std::string describe() const {
+    std::string out = "[";
+    for (std::size_t i = 0; i < ndims; ++i) {
+      out += (i ? ", " : "") + std::string(names()[i]) + ':' + std::to_string(sizes()[i]);
+    }
+    return out + "]";
+  }
+
+  friend bool operator==(const mesh& a, const mesh& b) { return a.state_ == b.state_; }
+
+ private:
+  static coordinates_type to_int_sizes(const extents<MeshDims...>& e) {
+    return {static_cast<int>(e.template get<MeshDims>())...};
+  }
+
+  struct state {
+    boost::mpi::communicator world;
+    coordinates_type sizes;
+    coordinates_type coordinates;
+    std::vector<boost::mpi::communicator> groups;  // indexed by mesh-dim bit set
+
+    state(const coordinates_type& s, const boost::mpi::communicator& comm) : world(comm), sizes(s) {
+      long long product = 1;
+      std::string shape_text = "[";
+      for (std::size_t i = 0; i < ndims; ++i) {
+        shape_text += (i ? ", " : "") + std::string(names()[i]) + ':' + std::to_string(s[i]);
+        product *= s[i];
+      }
+      shape_text += "]";
+      for (std::size_t i = 0; i < ndims; ++i) {
+        if (s[i] < 1) {
+          throw error("meshpp::mesh: mesh shape " + shape_text + " has a mesh dim of size " +
+                      std::to_string(s[i]) + "; every mesh dim needs at least 1 rank");
+        }
+      }
+      if (product != world.size()) {
+        throw error("meshpp::mesh: mesh shape " + shape_text + " needs " +
+                    std::to_string(product) + " ranks, but the communicator has " +
+                    std::to_string(world.size()));
+      }
+      int r = world.rank();
+      for (std::size_t i = ndims; i-- > 0;) {
+        coordinates[i] = r % s[i];
+        r /= s[i];
+      }
+      // One split per subset of mesh dims, in the same order on every rank. Ranks agree on
+      // every coordinate outside the subset (the color) and are ordered row-major by their
+      // coordinates inside it (the key).
+      groups.reserve(std::size_t{1} << ndims);
+      for (unsigned mask = 0; mask < (1u << ndims); ++mask) {
+        int color = 0;
+        int key = 0;
+        for (std::size_t i = 0; i < ndims; ++i) {
+          if (mask & (1u << i)) {
+            key = key * s[i] + coordinates[i];
+          } else {
+            color = color * s[i] + coordinates[i];
+          }
+        }
+        groups.push_back(world.split(color, key));
+      }
+    }
+  };
+
+  std::shared_ptr<const state> state_;
+};
+
+// is_mesh_v<M>
+template <class M>
+inline constexpr bool is_mesh_v = false;
+template <class A, class R>
+inline constexpr bool is_mesh_v<mesh<A, R>> = true;
+
+}  // namespace meshpp

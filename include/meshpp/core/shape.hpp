@@ -1,0 +1,204 @@
+// meshpp/core/shape.hpp — shape<Dims...>: an ordered set of dim names, and its algebra.
+//
+//   using s = shape<batch, hidden>;
+//   contains_v<s, batch>                       -> true
+//   index_of_v<s, hidden>                      -> 1
+//   shape_union_t<shape<a, b>, shape<c, a>>    -> shape<a, b, c>   (first's order, then new dims)
+//   shape_difference_t<shape<a, b, c>, shape<b>> -> shape<a, c>
+//   shape_intersection_t<shape<a, b, c>, shape<c, a>> -> shape<a, c>  (first's order)
+//   same_dims_v<shape<a, b>, shape<b, a>>      -> true
+//   permutation_v<shape<a, b, c>, shape<c, a, b>> -> {2, 0, 1}  (To[i] is From[p[i]])
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "meshpp/core/dim.hpp"
+
+namespace meshpp {
+
+namespace detail {
+/// Stands for "no offending dim": every check below is true exactly when it gets this.
+struct no_dim {};
+
+// first_duplicate_t<Dims...>: the first dim that appears again later, or no_dim.
+template <class... Dims>
+struct first_duplicate {
+  using type = no_dim;
+};
+template <class D, class... Rest>
+struct first_duplicate<D, Rest...> {
+  using type = std::conditional_t<(std::is_same_v<D, Rest> || ...), D,
+                                  typename first_duplicate<Rest...>::type>;
+};
+template <class... Dims>
+using first_duplicate_t = typename first_duplicate<Dims...>::type;
+
+// first_non_dim_t<Ts...>: the first type not declared with MESHPP_DIM, or no_dim.
+template <class... Ts>
+struct first_non_dim {
+  using type = no_dim;
+};
+template <class T, class... Rest>
+struct first_non_dim<T, Rest...> {
+  using type = std::conditional_t<is_dim_v<T>, typename first_non_dim<Rest...>::type, T>;
+};
+template <class... Ts>
+using first_non_dim_t = typename first_non_dim<Ts...>::type;
+}  // namespace detail
+
+/// Compile-time checks whose template arguments name the offender. When one fails, g++
+/// prints "note: 'meshpp::offending::duplicate_dim<batch>' evaluates to false" and clang
+/// prints the same expression in its error line: that names the dim the message is about.
+namespace offending {
+template <class Dim>
+inline constexpr bool duplicate_dim = std::is_same_v<Dim, detail::no_dim>;
+template <class T>
+inline constexpr bool not_a_dim_name = std::is_same_v<T, detail::no_dim>;
+template <class Dim, class Shape>
+inline constexpr bool dim_not_in_shape = false;
+}  // namespace offending
+
+/// @brief An ordered set of dim names: the dims of a tensor, in storage order (row-major,
+/// last dim contiguous).
+/// @tparam Dims distinct dim names declared with MESHPP_DIM.
+template <class... Dims>
+struct shape {
+  static_assert(offending::not_a_dim_name<detail::first_non_dim_t<Dims...>>,
+                "meshpp::shape<Dims...>: every dim must be declared with MESHPP_DIM");
+  static_assert(offending::duplicate_dim<detail::first_duplicate_t<Dims...>>,
+                "meshpp::shape<Dims...>: a dim appears twice in one shape");
+
+  static constexpr std::size_t rank = sizeof...(Dims);
+};
+
+// is_shape_v<S>
+template <class S>
+inline constexpr bool is_shape_v = false;
+template <class... Dims>
+inline constexpr bool is_shape_v<shape<Dims...>> = true;
+
+// rank_v<S>
+template <class S>
+inline constexpr std::size_t rank_v = S::rank;
+
+// contains_v<S, D>: D is one of S's dims.
+template <class S, class D>
+inline constexpr bool contains_v = false;
+template <class... Dims, class D>
+inline constexpr bool contains_v<shape<Dims...>, D> = (std::is_same_v<Dims, D> || ...);
+
+// contains_all_v<S, Sub>: every dim of Sub is in S.
+template <class S, class Sub>
+inline constexpr bool contains_all_v = false;
+template <class S, class... Dims>
+inline constexpr bool contains_all_v<S, shape<Dims...>> = (contains_v<S, Dims> && ...);
+
+// same_dims_v<A, B>: A and B hold the same set of dims (in any order).
+template <class A, class B>
+inline constexpr bool same_dims_v = rank_v<A> == rank_v<B> && contains_all_v<A, B>;
+
+namespace detail {
+template <class D, class... Dims>
+constexpr std::size_t index_of() {
+  constexpr bool hits[] = {std::is_same_v<D, Dims>..., false};
+  for (std::size_t i = 0; i < sizeof...(Dims); ++i) {
+    if (hits[i]) return i;
+  }
+  return sizeof...(Dims);
+}
+template <class S, class D>
+struct index_of_impl;
+template <class... Dims, class D>
+struct index_of_impl<shape<Dims...>, D> {
+  static_assert(offending::dim_not_in_shape<D, shape<Dims...>> || contains_v<shape<Dims...>, D>,
+                "meshpp::index_of_v<Shape, Dim>: Dim is not a dim of Shape");
+  static constexpr std::size_t value = index_of<D, Dims...>();
+};
+}  // namespace detail
+
+// index_of_v<S, D>: position of D in S (a compile error if S has no D).
+template <class S, class D>
+inline constexpr std::size_t index_of_v = detail::index_of_impl<S, D>::value;
+
+namespace detail {
+template <class A, class B>
+struct concat;
+template <class... A, class... B>
+struct concat<shape<A...>, shape<B...>> {
+  using type = shape<A..., B...>;
+};
+// keep_if<S, Keep...>: the dims of S whose flag in Keep is true, in S's order.
+template <class S, bool... Keep>
+struct keep_if;
+template <bool... Keep>
+struct keep_if<shape<>, Keep...> {
+  using type = shape<>;
+};
+template <class D, class... Rest, bool K, bool... Keep>
+struct keep_if<shape<D, Rest...>, K, Keep...> {
+  using type = typename concat<std::conditional_t<K, shape<D>, shape<>>,
+                               typename keep_if<shape<Rest...>, Keep...>::type>::type;
+};
+template <class A, class B, bool Want>
+struct filter_by_membership;
+template <class... A, class B, bool Want>
+struct filter_by_membership<shape<A...>, B, Want> {
+  using type = typename keep_if<shape<A...>, (contains_v<B, A> == Want)...>::type;
+};
+}  // namespace detail
+
+// shape_concat_t<A, B>: A's dims then B's (they must not share a dim).
+template <class A, class B>
+using shape_concat_t = typename detail::concat<A, B>::type;
+
+// shape_difference_t<A, B>: the dims of A that B lacks, in A's order.
+template <class A, class B>
+using shape_difference_t = typename detail::filter_by_membership<A, B, false>::type;
+
+// shape_intersection_t<A, B>: the dims of A that B has too, in A's order.
+template <class A, class B>
+using shape_intersection_t = typename detail::filter_by_membership<A, B, true>::type;
+
+// shape_union_t<A, B>: A's dims, then B's dims that A lacks (in B's order).
+template <class A, class B>
+using shape_union_t = shape_concat_t<A, shape_difference_t<B, A>>;
+
+namespace detail {
+template <class From, class To>
+struct permutation;
+template <class From, class... To>
+struct permutation<From, shape<To...>> {
+  static constexpr std::array<std::size_t, sizeof...(To)> value{index_of_v<From, To>...};
+};
+template <class S>
+struct dim_names;
+template <class... Dims>
+struct dim_names<shape<Dims...>> {
+  static constexpr std::array<std::string_view, sizeof...(Dims)> value{Dims::name()...};
+};
+}  // namespace detail
+
+// permutation_v<From, To>: p with To's i-th dim at From's position p[i]; From and To must
+// hold the same dims. Transposing an array laid out as From into To order: out axis i takes
+// in axis p[i].
+template <class From, class To>
+  requires same_dims_v<From, To>
+inline constexpr auto permutation_v = detail::permutation<From, To>::value;
+
+// dim_names_v<S>: the printable names of S's dims, in order.
+template <class S>
+inline constexpr auto dim_names_v = detail::dim_names<S>::value;
+
+// to_string(S{}) -> "[batch, hidden]"
+template <class... Dims>
+std::string to_string(shape<Dims...>) {
+  std::string out = "[";
+  ((out += (out.size() > 1 ? ", " : ""), out += Dims::name()), ...);
+  return out + "]";
+}
+
+}  // namespace meshpp

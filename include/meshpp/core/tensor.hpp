@@ -1,0 +1,240 @@
+// meshpp/core/tensor.hpp — tensor<T, Shape, Layout, Mesh>: a distributed tensor.
+//
+// Every rank holds one slice (SPMD). For each split<Dim, MeshDim> of the layout, the slice
+// is the stripe of Dim given by this rank's coordinate along MeshDim; dims the layout does
+// not name are whole (replicated over the mesh). The slice is an xt::xtensor in the
+// tensor's dim order, row-major.
+//
+//   using t = tensor_of<float, shape<batch, hidden>, mesh_t>;   // layout from the mesh's rules
+//   t x(mesh, extents{batch{} = 8, hidden{} = 4});             // zeros
+//   x.local()                                                  // this rank's xt::xtensor
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <typeinfo>
+
+#include <xtensor/xtensor.hpp>
+
+#include "meshpp/core/error.hpp"
+#include "meshpp/core/extents.hpp"
+#include "meshpp/core/layout.hpp"
+#include "meshpp/core/mesh.hpp"
+#include "meshpp/core/shape.hpp"
+
+namespace meshpp {
+
+namespace offending {
+template <class Layout, class Shape>
+inline constexpr bool layout_is_not_the_rules_restricted_to_shape = false;
+template <class Dim, class Extents>
+inline constexpr bool no_size_given_for_tensor_dim = std::is_same_v<Dim, detail::no_dim>;
+}  // namespace offending
+
+namespace detail {
+template <class Shape, class E>
+struct first_missing_extent;
+template <class E>
+struct first_missing_extent<shape<>, E> {
+  using type = no_dim;
+};
+template <class D, class... Rest, class E>
+struct first_missing_extent<shape<D, Rest...>, E> {
+  using type = std::conditional_t<E::template has<D>,
+                                  typename first_missing_extent<shape<Rest...>, E>::type, D>;
+};
+
+template <class T>
+std::string value_type_name() {
+  if constexpr (std::is_same_v<T, float>) return "float";
+  else if constexpr (std::is_same_v<T, double>) return "double";
+  else if constexpr (std::is_same_v<T, int>) return "int";
+  else if constexpr (std::is_same_v<T, long>) return "long";
+  else return typeid(T).name();
+}
+}  // namespace detail
+
+/// @brief A tensor with named dims, distributed over a mesh.
+/// @tparam T      element type
+/// @tparam Shape  shape<Dims...>, the dims in storage order
+/// @tparam Layout layout<split<Dim, MeshDim>...> naming only Shape's dims, in Shape's order
+///                (layout_for_t<Rules, Shape>; tensor_of<> derives it from the mesh's rules)
+/// @tparam Mesh   mesh<axes<...>, Rules>
+template <class T, class Shape, class Layout, class Mesh>
+class tensor {
+  static_assert(is_shape_v<Shape>, "meshpp::tensor<T, Shape, Layout, Mesh>: Shape must be shape<Dims...>");
+  static_assert(is_layout_v<Layout>, "meshpp::tensor<T, Shape, Layout, Mesh>: Layout must be layout<split<...>...>");
+  static_assert(is_mesh_v<Mesh>, "meshpp::tensor<T, Shape, Layout, Mesh>: Mesh must be mesh<axes<...>, Rules>");
+  static_assert(std::is_same_v<Layout, layout_for_t<Layout, Shape>> ||
+                    offending::layout_is_not_the_rules_restricted_to_shape<Layout, Shape>,
+                "meshpp::tensor<T, Shape, Layout, Mesh>: Layout must split only Shape's dims, "
+                "listed in Shape's order (write layout_for_t<Rules, Shape>)");
+  static_assert(offending::two_tensor_dims_on_one_mesh_dim<
+                    typename detail::mesh_dim_clash<Layout>::first,
+                    typename detail::mesh_dim_clash<Layout>::second>,
+                "meshpp::tensor: two dims of one tensor are split over the same mesh dim "
+                "(illegal layout, Mesh-TensorFlow paper 8.5)");
+  static_assert(sizeof(Mesh) > 0 &&
+                    offending::rule_names_a_mesh_dim_the_mesh_lacks<
+                        detail::unknown_mesh_dim_in_t<typename Mesh::axes_type::shape_type, Layout>,
+                        typename Mesh::axes_type>,
+                "meshpp::tensor: the layout splits a dim over a mesh dim the mesh does not have");
+
+ public:
+  using value_type = T;
+  using shape_type = Shape;
+  using layout_type = Layout;
+  using mesh_type = Mesh;
+  static constexpr std::size_t rank = Shape::rank;
+  using index_type = std::array<std::size_t, rank>;
+  using local_type = xt::xtensor<T, rank>;
+
+  /// A tensor of zeros. `sizes` must give the size of every dim of Shape (it may give more).
+  /// Throws meshpp::error, on every rank, if a split dim's size is not divisible by its mesh
+  /// dim's size.
+  template <class... E>
+  tensor(const Mesh& m, const extents<E...>& sizes)
+      : mesh_(m), global_(global_sizes(sizes)), offsets_{}, local_(check_and_local_shape()) {
+    offsets_ = compute_offsets();
+  }
+
+  const Mesh& mesh() const { return mesh_; }
+
+  // global_shape(): the global size of every dim, in Shape's order
+  const index_type& global_shape() const { return global_; }
+  // extent<D>(): the global size of dim D
+  template <class D>
+  std::size_t extent() const {
+    return global_[index_of_v<Shape, D>];
+  }
+  // sizes(): the global sizes as extents
+  auto sizes() const { return sizes_impl(static_cast<Shape*>(nullptr)); }
+
+  // local_shape(): the shape of this rank's slice
+  index_type local_shape() const {
+    index_type s;
+    for (std::size_t i = 0; i < rank; ++i) s[i] = local_.shape()[i];
+    return s;
+  }
+  // local_offsets(): the global index of this rank's slice's first element, in each dim
+  const index_type& local_offsets() const { return offsets_; }
+  // local_offset<D>(): the same for dim D
+  template <class D>
+  std::size_t local_offset() const {
+    return offsets_[index_of_v<Shape, D>];
+  }
+
+  // local(): this rank's slice
+  local_type& local() { return local_; }
+  const local_type& local() const { return local_; }
+
+  // split_mask(): the mesh dims (as a bit set) that this tensor is split over
+  static constexpr unsigned split_mask() { return split_mask_impl(static_cast<Layout*>(nullptr)); }
+
+  /// A human-readable description: dims and sizes, layout, mesh, and this rank's slice.
+  ///   tensor<float> [batch:100, rows:28] layout batch:processor_cols on mesh [...]
+  ///     rank 3 at (0, 3) holds [75:100, 0:28], local shape [25, 28]
+  std::string describe() const {
+    constexpr auto names = dim_names_v<Shape>;
+    std::string out = "tensor<" + detail::value_type_name<T>() + "> [";
+    for (std::size_t i = 0; i < rank; ++i) {
+      out += (i ? ", " : "") + std::string(names[i]) + ':' + std::to_string(global_[i]);
+    }
+    std::string rules = to_string(Layout{});
+    out += "] layout " + (rules.empty() ? std::string("(replicated)") : rules) + " on mesh " +
+           mesh_.describe() + "\n  rank " + std::to_string(mesh_.rank()) + " at (";
+    for (std::size_t i = 0; i < Mesh::ndims; ++i) {
+      out += (i ? ", " : "") + std::to_string(mesh_.coordinates()[i]);
+    }
+    out += ") holds [";
+    for (std::size_t i = 0; i < rank; ++i) {
+      out += (i ? ", " : "") + std::to_string(offsets_[i]) + ':' +
+             std::to_string(offsets_[i] + local_.shape()[i]);
+    }
+    out += "], local shape [";
+    for (std::size_t i = 0; i < rank; ++i) {
+      out += (i ? ", " : "") + std::to_string(local_.shape()[i]);
+    }
+    return out + "]";
+  }
+
+ private:
+  template <class... E>
+  static index_type global_sizes(const extents<E...>& sizes) {
+    using missing = typename detail::first_missing_extent<Shape, extents<E...>>::type;
+    static_assert(offending::no_size_given_for_tensor_dim<missing, extents<E...>>,
+                  "meshpp::tensor: the extents give no size for a dim of the tensor");
+    if constexpr (std::is_same_v<missing, detail::no_dim>) {
+      return sizes.template sizes_of<Shape>();
+    } else {
+      return {};
+    }
+  }
+
+  template <class... Dims>
+  auto sizes_impl(shape<Dims...>*) const {
+    return extents<Dims...>{dim_extent<Dims>{global_[index_of_v<Shape, Dims>]}...};
+  }
+
+  template <class... Splits>
+  static constexpr unsigned split_mask_impl(layout<Splits...>*) {
+    return Mesh::template mask_v<typename Splits::mesh_dim...>;
+  }
+
+  // For every split dim: its mesh dim's size and this rank's coordinate on it.
+  template <class F>
+  void for_each_split(F&& f) const {
+    for_each_split_impl(f, static_cast<Layout*>(nullptr));
+  }
+  template <class F, class... Splits>
+  void for_each_split_impl(F& f, layout<Splits...>*) const {
+    (f(index_of_v<Shape, typename Splits::tensor_dim>, Splits::tensor_dim::name(),
+       Splits::mesh_dim::name(), mesh_.template size<typename Splits::mesh_dim>(),
+       mesh_.template coordinate<typename Splits::mesh_dim>()),
+     ...);
+  }
+
+  index_type check_and_local_shape() const {
+    index_type local = global_;
+    for_each_split([&](std::size_t i, std::string_view dim, std::string_view mesh_dim, int parts,
+                       int) {
+      if (global_[i] % static_cast<std::size_t>(parts) != 0) {
+        throw error("meshpp::tensor: dim '" + std::string(dim) + "' of size " +
+                    std::to_string(global_[i]) + " is split over mesh dim '" +
+                    std::string(mesh_dim) + "' of size " + std::to_string(parts) + ", and " +
+                    std::to_string(global_[i]) + " is not divisible by " +
+                    std::to_string(parts) + " (tensor " + to_string(Shape{}) + ", layout " +
+                    to_string(Layout{}) + ")");
+      }
+      local[i] = global_[i] / static_cast<std::size_t>(parts);
+    });
+    return local;
+  }
+
+  index_type compute_offsets() const {
+    index_type off{};
+    for_each_split([&](std::size_t i, std::string_view, std::string_view, int, int coord) {
+      off[i] = static_cast<std::size_t>(coord) * local_.shape()[i];
+    });
+    return off;
+  }
+
+  Mesh mesh_;
+  index_type global_;
+  index_type offsets_;
+  local_type local_;
+};
+
+// is_tensor_v<T>
+template <class X>
+inline constexpr bool is_tensor_v = false;
+template <class T, class S, class L, class M>
+inline constexpr bool is_tensor_v<tensor<T, S, L, M>> = true;
+
+// tensor_of<T, Shape, Mesh>: the tensor type laid out by the mesh's rules
+template <class T, class Shape, class Mesh>
+using tensor_of = tensor<T, Shape, typename Mesh::template layout_for<Shape>, Mesh>;
+
+}  // namespace meshpp

@@ -1,0 +1,19 @@
+// meshpp/meshpp.hpp — the whole public library in one include.
+#pragma once
+
+#include "meshpp/fwd.hpp"
+
+#include "meshpp/core/create.hpp"
+#include "meshpp/core/dim.hpp"
+#include "meshpp/core/environment.hpp"
+#include "meshpp/core/error.hpp"
+#include "meshpp/core/extents.hpp"
+#include "meshpp/core/layout.hpp"
+#include "meshpp/core/mesh.hpp"
+#include "meshpp/core/random.hpp"
+#include "meshpp/core/shape.hpp"
+#include "meshpp/core/tensor.hpp"
+
+#include "meshpp/comm/agree.hpp"
+
+#include "meshpp/ops/scatter_gather.hpp"

@@ -1,0 +1,208 @@
+// meshpp/ops/scatter_gather.hpp — between whole (global) xtensor arrays and distributed tensors.
+//
+//   auto t = scatter<batch, io>(mesh, sizes, global);   // every rank holds `global`; keeps its slice
+//   xt::xtensor<float, 2> all = gather(t);              // every rank gets the whole tensor
+//   auto on_root = gather(t, 0);                        // rank 0 gets it; others an empty array
+//
+// scatter:  [global array, replicated] |-> [layout slices]   local slicing, no data moved
+// gather:   [layout slices] |-> [whole array on every rank]  allgather over the split mesh dims
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <boost/mpi/datatype.hpp>
+#include <mpi.h>
+#include <xtensor/xtensor.hpp>
+
+#include "meshpp/comm/agree.hpp"
+#include "meshpp/core/error.hpp"
+#include "meshpp/core/extents.hpp"
+#include "meshpp/core/tensor.hpp"
+
+namespace meshpp {
+
+namespace detail {
+// Copies a row-major block of shape `block` into `dst` (row-major, shape `dst_shape`) at
+// `offsets` (to_global) or the reverse (from_global), one contiguous last-dim row at a time.
+template <class T, std::size_t N>
+void copy_block(T* block_data, const std::array<std::size_t, N>& block, T* dst,
+                const std::array<std::size_t, N>& dst_shape,
+                const std::array<std::size_t, N>& offsets, bool to_global) {
+  if constexpr (N == 0) {
+    if (to_global) *dst = *block_data;
+    else *block_data = *dst;
+  } else {
+    std::size_t rows = 1;
+    for (std::size_t i = 0; i + 1 < N; ++i) rows *= block[i];
+    const std::size_t row_len = block[N - 1];
+    if (row_len == 0) return;
+    std::array<std::size_t, N> idx{};
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::size_t at = 0;
+      for (std::size_t i = 0; i < N; ++i) at = at * dst_shape[i] + offsets[i] + idx[i];
+      T* global_row = dst + at;
+      T* block_row = block_data + r * row_len;
+      if (to_global) std::memcpy(global_row, block_row, row_len * sizeof(T));
+      else std::memcpy(block_row, global_row, row_len * sizeof(T));
+      for (std::size_t i = N - 1; i-- > 0;) {
+        if (++idx[i] < block[i]) break;
+        idx[i] = 0;
+      }
+    }
+  }
+}
+
+// Offsets of the slice held by the rank at mesh coordinates `coords`.
+template <class Tensor>
+typename Tensor::index_type offsets_at(const Tensor& t,
+                                       const typename Tensor::mesh_type::coordinates_type& coords) {
+  typename Tensor::index_type off{};
+  const auto local = t.local_shape();
+  [&]<class... Splits>(layout<Splits...>*) {
+    ((off[index_of_v<typename Tensor::shape_type, typename Splits::tensor_dim>] =
+          static_cast<std::size_t>(
+              coords[Tensor::mesh_type::template axis_v<typename Splits::mesh_dim>]) *
+          local[index_of_v<typename Tensor::shape_type, typename Splits::tensor_dim>]),
+     ...);
+  }(static_cast<typename Tensor::layout_type*>(nullptr));
+  return off;
+}
+
+template <std::size_t N>
+std::string shape_text(const std::array<std::size_t, N>& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < N; ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+}  // namespace detail
+
+// scatter<Tensor>(mesh, sizes, global): each rank keeps its slice of `global`, an xtensor
+// expression every rank holds whole. Throws meshpp::error on every rank if `global`'s shape
+// differs from the sizes on any rank (one small allreduce agrees on that; no data moves).
+template <class Tensor, class Global, class... E>
+  requires is_tensor_v<Tensor>
+Tensor scatter(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
+               const Global& global) {
+  using T = typename Tensor::value_type;
+  constexpr std::size_t n = Tensor::rank;
+  Tensor t(m, sizes);
+  std::string problem;
+  if (global.dimension() != n) {
+    problem = "meshpp::scatter: the global array on rank " + std::to_string(m.rank()) + " has " +
+              std::to_string(global.dimension()) + " dims; the tensor " +
+              to_string(typename Tensor::shape_type{}) + " has " + std::to_string(n);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (static_cast<std::size_t>(global.shape()[i]) != t.global_shape()[i]) {
+        typename Tensor::index_type got{};
+        for (std::size_t j = 0; j < n; ++j) got[j] = global.shape()[j];
+        problem = "meshpp::scatter: the global array on rank " + std::to_string(m.rank()) +
+                  " has shape " + detail::shape_text(got) + ", but the extents give " +
+                  to_string(t.sizes());
+        break;
+      }
+    }
+  }
+  agree_or_throw(m.world(), problem);
+  const xt::xtensor<T, n> whole = global;  // evaluates expressions; contiguous row-major
+  detail::copy_block(t.local().data(), t.local_shape(), const_cast<T*>(whole.data()),
+                     t.global_shape(), t.local_offsets(), /*to_global=*/false);
+  return t;
+}
+// scatter<Dims...>(mesh, sizes, global): laid out by the mesh's rules; T from `global`
+template <class... Dims, class Mesh, class Global, class... E>
+  requires is_mesh_v<Mesh>
+auto scatter(const Mesh& m, const extents<E...>& sizes, const Global& global) {
+  using T = std::decay_t<typename Global::value_type>;
+  return scatter<tensor_of<T, shape<Dims...>, Mesh>>(m, sizes, global);
+}
+
+// gather(t): the whole tensor on every rank, in the tensor's dim order.
+// Collective over the mesh: allgather of the slices over the mesh dims the tensor is split
+// over (ranks that differ in other mesh dims hold the same slices and gather in parallel).
+template <class Tensor>
+  requires is_tensor_v<Tensor>
+xt::xtensor<typename Tensor::value_type, Tensor::rank> gather(const Tensor& t) {
+  using T = typename Tensor::value_type;
+  const auto& m = t.mesh();
+  xt::xtensor<T, Tensor::rank> whole(t.global_shape());
+  const auto& group = m.communicator(Tensor::split_mask());
+  const std::size_t count = t.local().size();
+  std::vector<T> blocks(count * static_cast<std::size_t>(group.size()));
+  MPI_Allgather(t.local().data(), static_cast<int>(count), boost::mpi::get_mpi_datatype<T>(),
+                blocks.data(), static_cast<int>(count), boost::mpi::get_mpi_datatype<T>(),
+                group);
+  // Member j of the group sits at this rank's coordinates with those along the split mesh
+  // dims replaced by j's row-major digits.
+  constexpr unsigned mask = Tensor::split_mask();
+  for (int j = 0; j < group.size(); ++j) {
+    auto coords = m.coordinates();
+    int rest = j;
+    for (std::size_t i = Tensor::mesh_type::ndims; i-- > 0;) {
+      if (mask & (1u << i)) {
+        coords[i] = rest % m.sizes()[i];
+        rest /= m.sizes()[i];
+      }
+    }
+    detail::copy_block(blocks.data() + static_cast<std::size_t>(j) * count, t.local_shape(),
+                       whole.data(), t.global_shape(), detail::offsets_at(t, coords),
+                       /*to_global=*/true);
+  }
+  return whole;
+}
+
+// gather(t, root): the whole tensor on rank `root` of the mesh; an empty array elsewhere.
+// Collective over the mesh: a gatherv from the ranks whose slices together make up the
+// tensor (those that share root's coordinates along the mesh dims the tensor is not split
+// over). Throws meshpp::error on every rank if root is not a rank of the mesh.
+template <class Tensor>
+  requires is_tensor_v<Tensor>
+xt::xtensor<typename Tensor::value_type, Tensor::rank> gather(const Tensor& t, int root) {
+  using T = typename Tensor::value_type;
+  const auto& m = t.mesh();
+  if (root < 0 || root >= m.size()) {
+    throw error("meshpp::gather(t, root): root " + std::to_string(root) +
+                " is not a rank of the mesh (it has " + std::to_string(m.size()) + ")");
+  }
+  constexpr unsigned mask = Tensor::split_mask();
+  const auto root_coords = m.coordinates_of(root);
+  auto contributes = [&](int r) {
+    const auto c = m.coordinates_of(r);
+    for (std::size_t i = 0; i < Tensor::mesh_type::ndims; ++i) {
+      if (!(mask & (1u << i)) && c[i] != root_coords[i]) return false;
+    }
+    return true;
+  };
+  const std::size_t count = t.local().size();
+  const bool is_root = m.rank() == root;
+  std::vector<int> counts, displs;
+  std::vector<T> blocks;
+  if (is_root) {
+    counts.resize(static_cast<std::size_t>(m.size()));
+    displs.resize(counts.size());
+    int at = 0;
+    for (int r = 0; r < m.size(); ++r) {
+      counts[r] = contributes(r) ? static_cast<int>(count) : 0;
+      displs[r] = at;
+      at += counts[r];
+    }
+    blocks.resize(static_cast<std::size_t>(at));
+  }
+  MPI_Gatherv(t.local().data(), contributes(m.rank()) ? static_cast<int>(count) : 0,
+              boost::mpi::get_mpi_datatype<T>(), blocks.data(), counts.data(), displs.data(),
+              boost::mpi::get_mpi_datatype<T>(), root, m.world());
+  if (!is_root) return xt::xtensor<T, Tensor::rank>{};
+  xt::xtensor<T, Tensor::rank> whole(t.global_shape());
+  for (int r = 0; r < m.size(); ++r) {
+    if (!contributes(r)) continue;
+    detail::copy_block(blocks.data() + displs[r], t.local_shape(), whole.data(), t.global_shape(),
+                       detail::offsets_at(t, m.coordinates_of(r)), /*to_global=*/true);
+  }
+  return whole;
+}
+
+}  // namespace meshpp
