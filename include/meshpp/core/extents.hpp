@@ -61,15 +61,6 @@ class extents {
 
   const std::array<std::size_t, rank>& sizes() const { return sizes_; }
 
-  friend std::string to_string(const extents& e) {
-    std::string out = "[";
-    std::size_t i = 0;
-    ((out += (i ? ", " : ""), out += Dims::name(), out += ':',
-      out += std::to_string(e.sizes_[i++])),
-     ...);
-    return out + "]";
-  }
-
  private:
   template <class... S>
   constexpr std::array<std::size_t, sizeof...(S)> sizes_of_impl(shape<S...>*) const {
@@ -81,6 +72,16 @@ class extents {
 
 template <class... Dims>
 extents(dim_extent<Dims>...) -> extents<Dims...>;
+
+// to_string(e) -> "[batch:256, hidden:1024]"
+template <class... Dims>
+std::string to_string(const extents<Dims...>& e) {
+  std::string out = "[";
+  ((out += (out.size() > 1 ? ", " : ""), out += Dims::name(), out += ':',
+    out += std::to_string(e.template get<Dims>())),
+   ...);
+  return out + "]";
+}
 
 // is_extents_v<E>
 template <class E>

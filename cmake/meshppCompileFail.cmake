@@ -1,0 +1,40 @@
+# Run by CTest as: cmake -DBUILD_DIR=... -DTARGET=... -DSOURCE=... -DMODE=fail|pass -P meshppCompileFail.cmake
+#
+# MODE=fail: building TARGET must fail, and every `// expect-error: <regex>` line at the top
+#            of SOURCE must match the compiler's output (a failure for another reason, such as
+#            a typo in the case, does not pass).
+# MODE=pass: building TARGET (the same file with MESHPP_COMPILE_FAIL_TWIN defined) must
+#            succeed, so a case cannot pass because the harness is broken.
+foreach(var BUILD_DIR TARGET SOURCE MODE)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "meshppCompileFail.cmake: ${var} is not set")
+  endif()
+endforeach()
+
+execute_process(
+  COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${TARGET}
+  RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out)
+
+if(MODE STREQUAL "pass")
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "the twin of ${SOURCE} must compile, but its build failed:\n${out}")
+  endif()
+  message(STATUS "the twin compiles")
+  return()
+endif()
+
+file(STRINGS ${SOURCE} lines REGEX "^// expect-error: ")
+if(NOT lines)
+  message(FATAL_ERROR "${SOURCE} has no '// expect-error: <regex>' line")
+endif()
+if(result EQUAL 0)
+  message(FATAL_ERROR "${SOURCE} must not compile, but its build succeeded")
+endif()
+foreach(line IN LISTS lines)
+  string(REGEX REPLACE "^// expect-error: " "" regex "${line}")
+  if(NOT out MATCHES "${regex}")
+    message(FATAL_ERROR "${SOURCE} failed to compile, but not with the expected message\n"
+                        "  expected (regex): ${regex}\ncompiler output:\n${out}")
+  endif()
+  message(STATUS "matched: ${regex}")
+endforeach()

@@ -1,0 +1,66 @@
+// Helpers shared by meshpp's tests.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <boost/mpi/collectives/all_reduce.hpp>
+#include <boost/mpi/communicator.hpp>
+#include <boost/mpi/operations.hpp>
+#include <xtensor/xtensor.hpp>
+
+namespace meshpp_test {
+
+inline boost::mpi::communicator world() { return {}; }
+
+// all_ranks(ok): true on every rank iff ok is true on every rank. Checks that could differ
+// between ranks go through it, so a failure on one rank fails the check on all of them.
+inline bool all_ranks(bool ok) {
+  bool all = false;
+  boost::mpi::all_reduce(world(), ok, all, std::logical_and<bool>());
+  return all;
+}
+
+// bit_equal(a, b): same shape and the same bytes in every element
+template <class A, class B>
+bool bit_equal(const A& a, const B& b) {
+  if (a.shape().size() != b.shape().size()) return false;
+  for (std::size_t i = 0; i < a.shape().size(); ++i) {
+    if (a.shape()[i] != b.shape()[i]) return false;
+  }
+  return std::memcmp(a.data(), b.data(), a.size() * sizeof(*a.data())) == 0;
+}
+
+// Mesh shapes used across tests: ranks n split into 2 or 3 factors, squarest first.
+inline std::array<int, 2> grid2(int n) {
+  int r = 1;
+  for (int f = 1; f * f <= n; ++f) {
+    if (n % f == 0) r = f;
+  }
+  return {r, n / r};
+}
+inline std::array<int, 3> grid3(int n) {
+  std::array<int, 3> best{1, 1, n};
+  int spread = n;
+  for (int a = 1; a <= n; ++a) {
+    for (int b = a; a * b <= n; ++b) {
+      if (n % (a * b) != 0) continue;
+      const int c = n / (a * b);
+      if (c < b) continue;
+      if (c - a < spread) {
+        spread = c - a;
+        best = {a, b, c};
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace meshpp_test
+
+// CHECK_ALL_RANKS(expr): a doctest CHECK that fails on every rank if expr fails on any rank.
+#define CHECK_ALL_RANKS(...) CHECK(::meshpp_test::all_ranks(static_cast<bool>(__VA_ARGS__)))
