@@ -15,5 +15,13 @@
 #include "meshpp/core/tensor.hpp"
 
 #include "meshpp/comm/agree.hpp"
+#include "meshpp/comm/collectives.hpp"
+#include "meshpp/comm/counters.hpp"
 
+#include "meshpp/expr/evaluate.hpp"
+#include "meshpp/expr/expression.hpp"
+#include "meshpp/expr/functions.hpp"
+
+#include "meshpp/ops/einsum.hpp"
+#include "meshpp/ops/reduce.hpp"
 #include "meshpp/ops/scatter_gather.hpp"

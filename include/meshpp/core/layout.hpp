@@ -176,6 +176,35 @@ template <class L>
 inline constexpr bool is_injective_v =
     std::is_same_v<typename detail::mesh_dim_clash<L>::first, detail::no_dim>;
 
+namespace detail {
+// disagrees_v<R, L>: rule R splits a dim that layout L splits over another mesh dim.
+template <class R, class L>
+inline constexpr bool disagrees_v = false;
+template <class R, class... As>
+inline constexpr bool disagrees_v<R, layout<As...>> =
+    ((std::is_same_v<typename R::tensor_dim, typename As::tensor_dim> &&
+      !std::is_same_v<typename R::mesh_dim, typename As::mesh_dim>) ||
+     ...);
+
+// layout_merge<A, B>: A's rules, then B's rules for dims A has no rule for. `conflict` is the
+// first rule of B that splits a dim over another mesh dim than A does, or no_dim.
+template <class A, class B>
+struct layout_merge;
+template <class... As, class... Bs>
+struct layout_merge<layout<As...>, layout<Bs...>> {
+  template <class R>
+  static constexpr bool a_has =
+      (std::is_same_v<typename R::tensor_dim, typename As::tensor_dim> || ...);
+  using type =
+      decltype((layout<As...>{} + ... + std::conditional_t<a_has<Bs>, layout<>, layout<Bs>>{}));
+  using conflict = first_found_t<std::conditional_t<disagrees_v<Bs, layout<As...>>, Bs, no_dim>...>;
+};
+}  // namespace detail
+
+// layout_merge_t<A, B>: the rules of A and B together (dims split by both must agree).
+template <class A, class B>
+using layout_merge_t = typename detail::layout_merge<A, B>::type;
+
 // to_string(layout<...>{}) -> "batch:rows;hidden:cols" (the Mesh-TensorFlow spelling)
 template <class... Splits>
 std::string to_string(layout<Splits...>) {

@@ -19,6 +19,7 @@
 
 #include <boost/mpi/communicator.hpp>
 
+#include "meshpp/comm/counters.hpp"
 #include "meshpp/core/dim.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
@@ -113,7 +114,8 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
   /// positive and multiply out to the number of ranks.
   explicit mesh(const coordinates_type& sizes,
                 const boost::mpi::communicator& comm = boost::mpi::communicator())
-      : state_(std::make_shared<state>(sizes, comm)) {}
+      : state_(std::make_shared<state>(sizes, comm)),
+        counters_(std::make_shared<meshpp::counters>(ndims)) {}
 
   // mesh_t m(extents{rows{} = 2, cols{} = 4})
   explicit mesh(const extents<MeshDims...>& sizes,
@@ -173,6 +175,9 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
     return out + "]";
   }
 
+  /// What this mesh communicated and computed (shared by copies of the mesh).
+  meshpp::counters& counters() const { return *counters_; }
+
   friend bool operator==(const mesh& a, const mesh& b) { return a.state_ == b.state_; }
 
  private:
@@ -230,6 +235,7 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
   };
 
   std::shared_ptr<const state> state_;
+  std::shared_ptr<meshpp::counters> counters_;
 };
 
 // is_mesh_v<M>

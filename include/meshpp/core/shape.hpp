@@ -24,6 +24,18 @@ namespace detail {
 /// Stands for "no offending dim": every check below is true exactly when it gets this.
 struct no_dim {};
 
+// first_found_t<Ts...>: the first of Ts that is not no_dim, or no_dim.
+template <class... Ts>
+struct first_found {
+  using type = no_dim;
+};
+template <class T, class... Rest>
+struct first_found<T, Rest...> {
+  using type = std::conditional_t<std::is_same_v<T, no_dim>, typename first_found<Rest...>::type, T>;
+};
+template <class... Ts>
+using first_found_t = typename first_found<Ts...>::type;
+
 // first_duplicate_t<Dims...>: the first dim that appears again later, or no_dim.
 template <class... Dims>
 struct first_duplicate {
@@ -188,6 +200,21 @@ struct dim_names<shape<Dims...>> {
 template <class From, class To>
   requires same_dims_v<From, To>
 inline constexpr auto permutation_v = detail::permutation<From, To>::value;
+
+namespace detail {
+template <std::size_t I, class S>
+struct dim_at;
+template <std::size_t I, class D, class... Rest>
+struct dim_at<I, shape<D, Rest...>> : dim_at<I - 1, shape<Rest...>> {};
+template <class D, class... Rest>
+struct dim_at<0, shape<D, Rest...>> {
+  using type = D;
+};
+}  // namespace detail
+
+// dim_at_t<S, I>: the I-th dim of S
+template <class S, std::size_t I>
+using dim_at_t = typename detail::dim_at<I, S>::type;
 
 // dim_names_v<S>: the printable names of S's dims, in order.
 template <class S>

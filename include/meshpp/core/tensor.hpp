@@ -26,6 +26,8 @@
 
 namespace meshpp {
 
+struct expression_node;  // expr/expression.hpp
+
 namespace offending {
 template <class Layout, class Shape>
 inline constexpr bool layout_is_not_the_rules_restricted_to_shape = false;
@@ -98,6 +100,21 @@ class tensor {
   tensor(const Mesh& m, const extents<E...>& sizes)
       : mesh_(m), global_(global_sizes(sizes)), offsets_{}, local_(check_and_local_shape()) {
     offsets_ = compute_offsets();
+  }
+
+  /// Evaluates a named expression (see expr/) into a new tensor, in one fused pass. The
+  /// expression must have this tensor's dims (in any order: this transposes by name).
+  template <class E>
+    requires std::is_base_of_v<expression_node, E> && std::is_same_v<typename E::mesh_type, Mesh>
+  tensor(const E& e) : tensor(*e.mesh_ptr(), e.sizes()) {
+    assign_expression(*this, e);
+  }
+  /// Assigns a named expression element by element (transposing by name).
+  template <class E>
+    requires std::is_base_of_v<expression_node, E>
+  tensor& operator=(const E& e) {
+    assign_expression(*this, e);
+    return *this;
   }
 
   const Mesh& mesh() const { return mesh_; }

@@ -1,0 +1,308 @@
+// meshpp/ops/einsum.hpp — einsum over named dims: local BLAS contraction, then one allreduce.
+//
+//   einsum<shape<batch, hidden>>(x, w)     x[batch, io] w[io, hidden]: contracts io
+//   einsum<shape<b, h, q, k>>(q, k)        batch dims (b, h) are in both inputs and the output
+//   einsum<shape<hidden, batch>>(x)        one operand: transpose and sum out the rest
+//
+// [batch/rows, io/planes] x [io/planes, hidden/cols] |-> [batch/rows, hidden/cols]
+//     local gemm of the slices, then allreduce over planes (io is contracted and split there)
+//
+// Dims of the inputs fall into four groups: batch (both inputs and the output), M (first
+// input and output), N (second input and output), K (both inputs, not the output: contracted).
+// A dim in one input only and not in the output is summed out of that input first. Locally
+// this is a batched matrix product C[batch, M, N] = A[batch, M, K] B[batch, K, N], one
+// cblas_sgemm/dgemm per batch index. An operand goes to gemm as it lies when it is a tensor
+// whose dims are already [batch..., M..., K...] or [batch..., K..., M...] (gemm transposes
+// it); otherwise it is copied once, in one fused pass, into that order (an expression operand
+// is evaluated straight into it). The output is written in place when it is [batch, M, N] or
+// [batch, N, M] (computed as B^T A^T), else through one transposing copy.
+// Then one allreduce runs over the mesh dims that the summed dims are split over.
+#pragma once
+
+#include <cblas.h>
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "meshpp/comm/collectives.hpp"
+#include "meshpp/core/layout.hpp"
+#include "meshpp/core/shape.hpp"
+#include "meshpp/core/tensor.hpp"
+#include "meshpp/expr/evaluate.hpp"
+#include "meshpp/expr/expression.hpp"
+#include "meshpp/ops/reduce.hpp"
+
+namespace meshpp {
+
+namespace offending {
+template <class Dim>
+inline constexpr bool output_dim_appears_in_no_input = std::is_same_v<Dim, detail::no_dim>;
+template <class Rule>
+inline constexpr bool input_splits_a_shared_dim_over_another_mesh_dim =
+    std::is_same_v<Rule, detail::no_dim>;
+template <class Rule, class OtherRule>
+inline constexpr bool two_dims_of_the_einsum_on_one_mesh_dim = std::is_same_v<Rule, detail::no_dim>;
+}  // namespace offending
+
+namespace detail {
+
+/// The compile-time plan of einsum<Out>(a, b).
+template <class Out, class SA, class SB, class LA, class LB>
+struct einsum_plan {
+  using shared = shape_intersection_t<SA, SB>;
+  using batch = shape_intersection_t<shared, Out>;
+  using contract = shape_difference_t<shared, Out>;
+  using m = shape_difference_t<shape_intersection_t<SA, Out>, SB>;
+  using n = shape_difference_t<shape_intersection_t<SB, Out>, SA>;
+  using a_only = shape_difference_t<shape_difference_t<SA, SB>, Out>;
+  using b_only = shape_difference_t<shape_difference_t<SB, SA>, Out>;
+
+  using merge = layout_merge<LA, LB>;
+  using all_dims = shape_union_t<SA, SB>;
+  // Every dim of the computation under one layout: a dim split in one input and whole in the
+  // other is read at this rank's stripe from the other (free slicing).
+  using full_layout = layout_for_t<typename merge::type, all_dims>;
+  using out_layout = layout_for_t<typename merge::type, Out>;
+  using summed = shape_concat_t<shape_concat_t<contract, a_only>, b_only>;
+  using summed_mesh_dims = split_mesh_dims_t<full_layout, summed>;
+
+  using a_order = shape_concat_t<shape_concat_t<batch, m>, contract>;
+  using a_order_t = shape_concat_t<shape_concat_t<batch, contract>, m>;
+  using b_order = shape_concat_t<shape_concat_t<batch, contract>, n>;
+  using b_order_t = shape_concat_t<shape_concat_t<batch, n>, contract>;
+  using c_order = shape_concat_t<shape_concat_t<batch, m>, n>;
+  using c_order_t = shape_concat_t<shape_concat_t<batch, n>, m>;
+};
+
+template <class Out, class SA, class SB>
+struct first_output_dim_in_no_input;
+template <class... Out, class SA, class SB>
+struct first_output_dim_in_no_input<shape<Out...>, SA, SB> {
+  using type = first_found_t<
+      std::conditional_t<contains_v<SA, Out> || contains_v<SB, Out>, no_dim, Out>...>;
+};
+
+template <class Fr>
+std::size_t product_of(const Fr& fr, std::size_t first, std::size_t count) {
+  std::size_t p = 1;
+  for (std::size_t i = first; i < first + count; ++i) p *= fr.extent[i];
+  return p;
+}
+
+/// An operand made ready for gemm: a pointer to [batch, X, Y] data and whether it lies as
+/// [batch, Y, X] (transposed). Owns a buffer when it had to be copied.
+template <class T>
+struct gemm_operand {
+  const T* data = nullptr;
+  bool transposed = false;
+  std::vector<T> buffer;
+};
+
+// prepare<Order, OrderT, Layout>(x, mesh): x's local data over the frame `Layout` gives it,
+// as Order (or OrderT, transposed) without a copy where x is a tensor lying that way and
+// split exactly so; else one fused copy into Order.
+template <class Order, class OrderT, class Layout, class T, class X, class Mesh>
+gemm_operand<T> prepare(const X& x, const Mesh& m) {
+  gemm_operand<T> g;
+  if constexpr (is_tensor_v<X>) {
+    using S = typename X::shape_type;
+    constexpr bool same_split = std::is_same_v<typename X::layout_type, layout_for_t<Layout, S>>;
+    constexpr bool same_type = std::is_same_v<typename X::value_type, T>;
+    if constexpr (same_split && same_type && std::is_same_v<S, Order>) {
+      g.data = x.local().data();
+      return g;
+    } else if constexpr (same_split && same_type && std::is_same_v<S, OrderT>) {
+      g.data = x.local().data();
+      g.transposed = true;
+      return g;
+    }
+  }
+  const auto& e = as_expression(x);
+  const frame<Order> fr = local_frame<Order, layout_for_t<Layout, Order>>(m, e);
+  std::size_t count = 1;
+  for (std::size_t v : fr.extent) count *= v;
+  g.buffer.resize(count);
+  evaluate_into(e, fr, g.buffer.data());
+  g.data = g.buffer.data();
+  return g;
+}
+
+template <class T>
+void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const T* a,
+          std::size_t lda, const T* b, std::size_t ldb, T* c, std::size_t ldc) {
+  const auto ta = trans_a ? CblasTrans : CblasNoTrans;
+  const auto tb = trans_b ? CblasTrans : CblasNoTrans;
+  const auto im = static_cast<blasint>(m), in = static_cast<blasint>(n),
+             ik = static_cast<blasint>(k);
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta, tb, im, in, ik, 1.0f, a, static_cast<blasint>(lda), b,
+                static_cast<blasint>(ldb), 0.0f, c, static_cast<blasint>(ldc));
+  } else if constexpr (std::is_same_v<T, double>) {
+    cblas_dgemm(CblasRowMajor, ta, tb, im, in, ik, 1.0, a, static_cast<blasint>(lda), b,
+                static_cast<blasint>(ldb), 0.0, c, static_cast<blasint>(ldc));
+  } else {  // no BLAS for this type: a plain triple loop
+    for (std::size_t i = 0; i < m; ++i) {
+      for (std::size_t j = 0; j < n; ++j) {
+        T sum{};
+        for (std::size_t p = 0; p < k; ++p) {
+          sum += a[trans_a ? p * lda + i : i * lda + p] * b[trans_b ? j * ldb + p : p * ldb + j];
+        }
+        c[i * ldc + j] = sum;
+      }
+    }
+  }
+}
+
+// copy_permuted<From, To>(src, from_extent, dst): dst (row-major in To) = src (row-major in From)
+template <class From, class To, class T>
+void copy_permuted(const T* src, const std::array<std::size_t, From::rank>& from_extent, T* dst) {
+  constexpr std::size_t n = To::rank;
+  const auto from_strides = row_major_strides<From::rank>(from_extent);
+  frame<To> fr{};
+  leaf_cursor<T, n, access_of<From, To>()> source{src, {}};
+  for_each_index<n>([&](auto i) {
+    constexpr std::size_t j = index_of_v<From, dim_at_t<To, i.value>>;
+    fr.extent[i] = from_extent[j];
+    source.stride[i] = from_strides[j];
+  });
+  dest_cursor<T, n> dest{dst, row_major_strides<n>(fr.extent)};
+  auto cursors = group(dest, source);
+  for_each_row<n>(fr.extent, cursors, [&](std::size_t len) {
+    for (std::size_t j = 0; j < len; ++j) dest.ptr[j] = source.at(j);
+  });
+}
+
+template <class Out, class A, class B>
+auto einsum2(const A& a_in, const B& b_in) {
+  const auto& a = as_expression(a_in);
+  const auto& b = as_expression(b_in);
+  using XA = std::remove_cvref_t<decltype(a)>;
+  using XB = std::remove_cvref_t<decltype(b)>;
+  using SA = typename XA::shape_type;
+  using SB = typename XB::shape_type;
+  using plan = einsum_plan<Out, SA, SB, typename XA::layout_type, typename XB::layout_type>;
+  static_assert(offending::output_dim_appears_in_no_input<
+                    typename first_output_dim_in_no_input<Out, SA, SB>::type>,
+                "meshpp::einsum<Out>(a, b): an output dim appears in no input");
+  static_assert(offending::input_splits_a_shared_dim_over_another_mesh_dim<
+                    typename plan::merge::conflict>,
+                "meshpp::einsum<Out>(a, b): a dim of both inputs is split over different mesh "
+                "dims in each; relayout one of them first");
+  static_assert(offending::two_dims_of_the_einsum_on_one_mesh_dim<
+                    typename mesh_dim_clash<typename plan::full_layout>::first,
+                    typename mesh_dim_clash<typename plan::full_layout>::second>,
+                "meshpp::einsum<Out>(a, b): the inputs' layouts put two dims of the computation "
+                "(output or summed) on one mesh dim");
+  static_assert(std::is_same_v<typename XA::mesh_type, typename XB::mesh_type>,
+                "meshpp::einsum<Out>(a, b): the inputs live on meshes of different types");
+
+  using T = std::common_type_t<typename XA::value_type, typename XB::value_type>;
+  using Mesh = typename XA::mesh_type;
+  const Mesh& mesh = *a.mesh_ptr();
+  if (!(mesh == *b.mesh_ptr())) throw error("meshpp::einsum: the inputs live on different meshes");
+  for_each_index<plan::shared::rank>([&](auto i) {
+    using d = dim_at_t<typename plan::shared, i.value>;
+    if (a.template size<d>() != b.template size<d>()) {
+      throw error("meshpp::einsum: the inputs disagree on the size of dim '" +
+                  std::string(d::name()) + "': " + std::to_string(a.template size<d>()) +
+                  " and " + std::to_string(b.template size<d>()));
+    }
+  });
+
+  using result_t = tensor<T, Out, typename plan::out_layout, Mesh>;
+  auto sizes_of = [&]<class... Dims>(shape<Dims...>*) {
+    auto size = [&]<class D>(D*) {
+      if constexpr (contains_v<SA, D>) return a.template size<D>();
+      else return b.template size<D>();
+    };
+    return extents<Dims...>{dim_extent<Dims>{size(static_cast<Dims*>(nullptr))}...};
+  };
+  result_t out(mesh, sizes_of(static_cast<Out*>(nullptr)));
+
+  // Dims in one input only, not in the output: summed out locally first (partial sums when
+  // split; the final allreduce completes them).
+  auto reduced_a = [&]() -> decltype(auto) {
+    if constexpr (plan::a_only::rank == 0) return (a);
+    else return tensor_leaf<decltype(reduce_local<op::sum, shape_difference_t<SA, typename plan::a_only>>(a)), true>(
+        reduce_local<op::sum, shape_difference_t<SA, typename plan::a_only>>(a));
+  };
+  auto reduced_b = [&]() -> decltype(auto) {
+    if constexpr (plan::b_only::rank == 0) return (b);
+    else return tensor_leaf<decltype(reduce_local<op::sum, shape_difference_t<SB, typename plan::b_only>>(b)), true>(
+        reduce_local<op::sum, shape_difference_t<SB, typename plan::b_only>>(b));
+  };
+  const auto& ra = reduced_a();
+  const auto& rb = reduced_b();
+
+  using L = typename plan::full_layout;
+  auto ga = [&] {
+    if constexpr (requires { ra.get(); }) return prepare<typename plan::a_order, typename plan::a_order_t, L, T>(ra.get(), mesh);
+    else return prepare<typename plan::a_order, typename plan::a_order_t, L, T>(ra, mesh);
+  }();
+  auto gb = [&] {
+    if constexpr (requires { rb.get(); }) return prepare<typename plan::b_order, typename plan::b_order_t, L, T>(rb.get(), mesh);
+    else return prepare<typename plan::b_order, typename plan::b_order_t, L, T>(rb, mesh);
+  }();
+
+  // Local group sizes, from the frame of the output order [batch, M, N] and of K.
+  const auto fr_c = local_frame<typename plan::c_order, layout_for_t<L, typename plan::c_order>>(
+      mesh, as_expression(out));
+  const std::size_t nb = product_of(fr_c, 0, plan::batch::rank);
+  const std::size_t m = product_of(fr_c, plan::batch::rank, plan::m::rank);
+  const std::size_t n = product_of(fr_c, plan::batch::rank + plan::m::rank, plan::n::rank);
+  std::size_t k = 1;
+  {
+    const auto fr_k = local_frame<typename plan::contract, layout_for_t<L, typename plan::contract>>(mesh, a);
+    for (std::size_t v : fr_k.extent) k *= v;
+  }
+
+  constexpr bool out_is_c = std::is_same_v<Out, typename plan::c_order>;
+  constexpr bool out_is_ct = !out_is_c && std::is_same_v<Out, typename plan::c_order_t>;
+  std::vector<T> c_buffer;
+  T* c = out.local().data();
+  if constexpr (!out_is_c && !out_is_ct) {
+    c_buffer.resize(nb * m * n);
+    c = c_buffer.data();
+  }
+  const std::size_t lda = ga.transposed ? m : k;
+  const std::size_t ldb = gb.transposed ? k : n;
+  for (std::size_t i = 0; i < nb; ++i) {
+    const T* ai = ga.data + i * m * k;
+    const T* bi = gb.data + i * k * n;
+    T* ci = c + i * m * n;
+    if constexpr (out_is_ct) {  // C^T = B^T A^T
+      gemm<T>(!gb.transposed, !ga.transposed, n, m, k, bi, ldb, ai, lda, ci, m);
+    } else {
+      gemm<T>(ga.transposed, gb.transposed, m, n, k, ai, lda, bi, ldb, ci, n);
+    }
+  }
+  if constexpr (!out_is_c && !out_is_ct) {
+    copy_permuted<typename plan::c_order, Out>(c, fr_c.extent, out.local().data());
+  }
+  mesh.counters().record_einsum(2ull * nb * m * n * k);
+
+  allreduce<over_t<typename plan::summed_mesh_dims>, op::sum>::run(
+      mesh, std::span(out.local().data(), out.local().size()));
+  return out;
+}
+
+}  // namespace detail
+
+// einsum<Out>(a, b): the sum over every dim not in Out of the products a * b, by name.
+template <class Out, class A, class B>
+  requires is_shape_v<Out> && is_expression_v<A> && is_expression_v<B>
+auto einsum(const A& a, const B& b) {
+  return detail::einsum2<Out>(a, b);
+}
+
+// einsum<Out>(a): a transposed to Out, with a's other dims summed out (reduce_sum<Out>)
+template <class Out, class A>
+  requires is_shape_v<Out> && is_expression_v<A>
+auto einsum(const A& a) {
+  return reduce_sum<Out>(a);
+}
+
+}  // namespace meshpp

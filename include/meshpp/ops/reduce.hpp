@@ -1,0 +1,217 @@
+// meshpp/ops/reduce.hpp — reductions over named dims: reduce_sum, reduce_max, reduce_min,
+// reduce_mean.
+//
+//   reduce_sum<batch>(x)                  sum out batch
+//   reduce_sum<shape<hidden>>(x * y)      to the named output shape (one fused pass)
+//   reduce_max(x)                         over every dim: a tensor of no dims
+//
+// [batch/rows, hidden/cols] |-> [hidden/cols]   local sum, then allreduce over rows
+//
+// The local pass reads the expression once, accumulating into the output slice; then one
+// allreduce runs over exactly the mesh dims that the reduced-out dims are split over (none
+// if they are all whole here). The output keeps the input's layout on its remaining dims.
+#pragma once
+
+#include <cstddef>
+#include <limits>
+#include <span>
+#include <type_traits>
+
+#include "meshpp/comm/collectives.hpp"
+#include "meshpp/core/layout.hpp"
+#include "meshpp/core/shape.hpp"
+#include "meshpp/core/tensor.hpp"
+#include "meshpp/expr/evaluate.hpp"
+#include "meshpp/expr/expression.hpp"
+
+namespace meshpp {
+
+namespace offending {
+template <class Dim, class Shape>
+inline constexpr bool reduced_dim_not_in_operand = std::is_same_v<Dim, detail::no_dim>;
+template <class Dim, class Shape>
+inline constexpr bool output_dim_not_in_operand = std::is_same_v<Dim, detail::no_dim>;
+}  // namespace offending
+
+namespace detail {
+// split_mesh_dims_t<Layout, S>: the mesh dims Layout splits S's dims over, as a shape
+template <class L, class S>
+struct split_mesh_dims;
+template <class L>
+struct split_mesh_dims<L, shape<>> {
+  using type = shape<>;
+};
+template <class L, class D, class... Rest>
+struct split_mesh_dims<L, shape<D, Rest...>> {
+  using rest = typename split_mesh_dims<L, shape<Rest...>>::type;
+  using type = std::conditional_t<is_split_in_v<L, D>,
+                                  shape_concat_t<shape<mesh_dim_of_t<L, D>>, rest>, rest>;
+};
+}  // namespace detail
+
+template <class L, class S>
+using split_mesh_dims_t = typename detail::split_mesh_dims<L, S>::type;
+
+namespace detail {
+
+template <class Op, class T>
+constexpr T identity() {
+  if constexpr (std::is_same_v<Op, op::sum>) return T(0);
+  else if constexpr (std::is_same_v<Op, op::max>) {
+    if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::lowest();
+  } else {
+    if constexpr (std::numeric_limits<T>::has_infinity) return std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::max();
+  }
+}
+template <class Op, class T>
+T combine(T a, T b) {
+  if constexpr (std::is_same_v<Op, op::sum>) return a + b;
+  else if constexpr (std::is_same_v<Op, op::max>) return b > a ? b : a;
+  else return b < a ? b : a;
+}
+
+template <class Out, class E>
+auto extents_of(const E& e) {
+  return [&]<class... Dims>(shape<Dims...>*) {
+    return extents<Dims...>{dim_extent<Dims>{e.template size<Dims>()}...};
+  }(static_cast<Out*>(nullptr));
+}
+
+/// The accumulating side of a reduction: the output slice, read and written along rows of
+/// the operand's order; invariant along a reduced inner dim, contiguous or strided otherwise.
+template <class T, std::size_t N, access A>
+struct accumulate_cursor {
+  T* ptr;
+  std::array<std::ptrdiff_t, N> stride;
+  void step(std::size_t d) { ptr += stride[d]; }
+  void unstep(std::size_t d, std::size_t n) { ptr -= stride[d] * static_cast<std::ptrdiff_t>(n); }
+  template <class F>
+  void visit_strides(F&& f) {
+    f(stride);
+  }
+};
+
+// reduce_local<Op, Out>(e, mesh): the local part of a reduction of e to the dims Out, in a
+// tensor laid out like e on Out's dims (not yet combined across ranks).
+template <class Op, class Out, class E>
+auto reduce_local(const E& e) {
+  using S = typename E::shape_type;
+  using V = typename E::value_type;
+  using T = std::conditional_t<std::is_same_v<V, bool>, int, V>;
+  using Mesh = typename E::mesh_type;
+  using result_t = tensor<T, Out, layout_for_t<typename E::layout_type, Out>, Mesh>;
+  const Mesh& m = *e.mesh_ptr();
+  result_t out(m, extents_of<Out>(e));
+  out.local().fill(identity<Op, T>());
+
+  constexpr std::size_t n = S::rank;
+  const frame<S> fr = local_frame<S, typename E::layout_type>(m, e);
+  auto source = e.cursor(fr);
+  accumulate_cursor<T, n, access_of<Out, S>()> acc{out.local().data(), {}};
+  const auto out_strides = row_major_strides<Out::rank>(out.local().shape());
+  for_each_index<n>([&](auto i) {
+    using d = dim_at_t<S, i.value>;
+    if constexpr (contains_v<Out, d>) acc.stride[i] = out_strides[index_of_v<Out, d>];
+    else acc.stride[i] = 0;
+  });
+  auto cursors = group(acc, source);
+  for_each_row<n>(fr.extent, cursors, [&](std::size_t len) {
+    constexpr access a = access_of<Out, S>();
+    if constexpr (a == access::invariant) {
+      T total = *acc.ptr;
+      for (std::size_t j = 0; j < len; ++j) total = combine<Op>(total, static_cast<T>(source.at(j)));
+      *acc.ptr = total;
+    } else if constexpr (a == access::contiguous) {
+      T* __restrict o = acc.ptr;
+#pragma GCC ivdep
+      for (std::size_t j = 0; j < len; ++j) o[j] = combine<Op>(o[j], static_cast<T>(source.at(j)));
+    } else {
+      const std::ptrdiff_t s = acc.stride[n - 1];
+      for (std::size_t j = 0; j < len; ++j) {
+        T& o = acc.ptr[static_cast<std::ptrdiff_t>(j) * s];
+        o = combine<Op>(o, static_cast<T>(source.at(j)));
+      }
+    }
+  });
+  return out;
+}
+
+// The output shape a reduce call names: reduce_x<shape<...>>(e) gives it; reduce_x<Dims...>(e)
+// names the dims to reduce out (all when none are named).
+template <class S, class... Ts>
+struct reduce_output {
+  using type = shape_difference_t<S, shape<Ts...>>;
+  using reduced = shape<Ts...>;
+};
+template <class S>
+struct reduce_output<S> {
+  using type = shape<>;
+  using reduced = S;
+};
+template <class S, class... Out>
+struct reduce_output<S, shape<Out...>> {
+  using type = shape<Out...>;
+  using reduced = shape_difference_t<S, shape<Out...>>;
+};
+
+template <class Op, class E, class... Ts>
+auto reduce(const E& e) {
+  using S = typename E::shape_type;
+  using Out = typename reduce_output<S, Ts...>::type;
+  using reduced = typename reduce_output<S, Ts...>::reduced;
+  static_assert(offending::reduced_dim_not_in_operand<
+                    first_found_t<std::conditional_t<contains_v<S, Ts> || is_shape_v<Ts>, no_dim, Ts>...>, S>,
+                "meshpp::reduce<Dims...>(x): x has no dim of that name to reduce");
+  static_assert(contains_all_v<S, Out> || offending::output_dim_not_in_operand<Out, S>,
+                "meshpp::reduce<shape<...>>(x): the output shape names a dim x does not have");
+  auto out = reduce_local<Op, Out>(e);
+  using mesh_dims = split_mesh_dims_t<typename E::layout_type, reduced>;
+  allreduce<over_t<mesh_dims>, Op>::run(*e.mesh_ptr(),
+                                        std::span(out.local().data(), out.local().size()));
+  return out;
+}
+
+}  // namespace detail
+
+// reduce_sum<Dims...>(e), reduce_sum<shape<Out...>>(e), reduce_sum(e)
+template <class... Ts, class E>
+  requires is_expression_v<E>
+auto reduce_sum(const E& e) {
+  return detail::reduce<op::sum, std::remove_cvref_t<decltype(detail::as_expression(e))>, Ts...>(
+      detail::as_expression(e));
+}
+// reduce_max<Dims...>(e), reduce_max<shape<Out...>>(e), reduce_max(e)
+template <class... Ts, class E>
+  requires is_expression_v<E>
+auto reduce_max(const E& e) {
+  return detail::reduce<op::max, std::remove_cvref_t<decltype(detail::as_expression(e))>, Ts...>(
+      detail::as_expression(e));
+}
+// reduce_min<Dims...>(e), reduce_min<shape<Out...>>(e), reduce_min(e)
+template <class... Ts, class E>
+  requires is_expression_v<E>
+auto reduce_min(const E& e) {
+  return detail::reduce<op::min, std::remove_cvref_t<decltype(detail::as_expression(e))>, Ts...>(
+      detail::as_expression(e));
+}
+// reduce_mean<Dims...>(e), reduce_mean<shape<Out...>>(e), reduce_mean(e): the sum divided
+// by the number of elements reduced (global sizes)
+template <class... Ts, class E>
+  requires is_expression_v<E>
+auto reduce_mean(const E& e) {
+  const auto& x = detail::as_expression(e);
+  using X = std::remove_cvref_t<decltype(x)>;
+  using reduced = typename detail::reduce_output<typename X::shape_type, Ts...>::reduced;
+  auto out = detail::reduce<op::sum, X, Ts...>(x);
+  double count = 1;
+  detail::for_each_index<reduced::rank>(
+      [&](auto i) { count *= static_cast<double>(x.template size<dim_at_t<reduced, i.value>>()); });
+  using T = typename decltype(out)::value_type;
+  const T scale = static_cast<T>(1.0 / count);
+  for (auto& v : out.local()) v *= scale;
+  return out;
+}
+
+}  // namespace meshpp
