@@ -9,8 +9,9 @@
 // "bytes sent" are what a bandwidth-optimal algorithm sends from this rank for it:
 //   allreduce 2(p-1)/p·n·s, allgather (p-1)·n·s, reduce_scatter and alltoall (p-1)/p·n·s,
 //   broadcast n·s from the root, permute n·s (n values of s bytes, p ranks in the group).
-// A collective over a group of one rank is counted (its values are part of the op's
-// semantics, as in the paper's table) but sends nothing and makes no MPI call.
+// A collective over mesh dims of size 1 is counted (its values are part of the op's
+// semantics, as in the paper's table) but sends nothing and makes no MPI call; an allreduce
+// over no mesh dims at all is not a collective and is not counted.
 #pragma once
 
 #include <array>

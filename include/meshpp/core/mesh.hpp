@@ -25,6 +25,7 @@
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
+#include "meshpp/core/text.hpp"
 
 namespace meshpp {
 
@@ -102,7 +103,8 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
   static constexpr std::size_t axis_v = [] {
     static_assert(contains_v<axes_shape, M> || offending::not_a_mesh_dim<M, axes_type>,
                   "meshpp::mesh: this mesh has no such mesh dim");
-    return index_of_v<axes_shape, M>;
+    if constexpr (contains_v<axes_shape, M>) return index_of_v<axes_shape, M>;
+    else return std::size_t{0};  // unreachable: the static_assert above has already failed
   }();
 
   // mask_v<Ms...>: the bit set naming mesh dims Ms (bit i is axis i)
@@ -170,7 +172,7 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
   std::string describe() const {
     std::string out = "[";
     for (std::size_t i = 0; i < ndims; ++i) {
-      out += (i ? ", " : "") + std::string(names()[i]) + ':' + std::to_string(sizes()[i]);
+      detail::append(out, i ? ", " : "", names()[i], ':', sizes()[i]);
     }
     return out + "]";
   }
@@ -195,7 +197,7 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
       long long product = 1;
       std::string shape_text = "[";
       for (std::size_t i = 0; i < ndims; ++i) {
-        shape_text += (i ? ", " : "") + std::string(names()[i]) + ':' + std::to_string(s[i]);
+        detail::append(shape_text, i ? ", " : "", names()[i], ':', s[i]);
         product *= s[i];
       }
       shape_text += "]";

@@ -23,6 +23,7 @@
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/mesh.hpp"
 #include "meshpp/core/shape.hpp"
+#include "meshpp/core/text.hpp"
 
 namespace meshpp {
 
@@ -50,11 +51,16 @@ struct first_missing_extent<shape<D, Rest...>, E> {
 
 template <class T>
 std::string value_type_name() {
-  if constexpr (std::is_same_v<T, float>) return "float";
-  else if constexpr (std::is_same_v<T, double>) return "double";
-  else if constexpr (std::is_same_v<T, int>) return "int";
-  else if constexpr (std::is_same_v<T, long>) return "long";
-  else return typeid(T).name();
+  if constexpr (std::is_same_v<T, float>)
+    return "float";
+  else if constexpr (std::is_same_v<T, double>)
+    return "double";
+  else if constexpr (std::is_same_v<T, int>)
+    return "int";
+  else if constexpr (std::is_same_v<T, long>)
+    return "long";
+  else
+    return typeid(T).name();
 }
 }  // namespace detail
 
@@ -66,18 +72,21 @@ std::string value_type_name() {
 /// @tparam Mesh   mesh<axes<...>, Rules>
 template <class T, class Shape, class Layout, class Mesh>
 class tensor {
-  static_assert(is_shape_v<Shape>, "meshpp::tensor<T, Shape, Layout, Mesh>: Shape must be shape<Dims...>");
-  static_assert(is_layout_v<Layout>, "meshpp::tensor<T, Shape, Layout, Mesh>: Layout must be layout<split<...>...>");
-  static_assert(is_mesh_v<Mesh>, "meshpp::tensor<T, Shape, Layout, Mesh>: Mesh must be mesh<axes<...>, Rules>");
+  static_assert(is_shape_v<Shape>,
+                "meshpp::tensor<T, Shape, Layout, Mesh>: Shape must be shape<Dims...>");
+  static_assert(is_layout_v<Layout>,
+                "meshpp::tensor<T, Shape, Layout, Mesh>: Layout must be layout<split<...>...>");
+  static_assert(is_mesh_v<Mesh>,
+                "meshpp::tensor<T, Shape, Layout, Mesh>: Mesh must be mesh<axes<...>, Rules>");
   static_assert(std::is_same_v<Layout, layout_for_t<Layout, Shape>> ||
                     offending::layout_is_not_the_rules_restricted_to_shape<Layout, Shape>,
                 "meshpp::tensor<T, Shape, Layout, Mesh>: Layout must split only Shape's dims, "
                 "listed in Shape's order (write layout_for_t<Rules, Shape>)");
-  static_assert(offending::two_tensor_dims_on_one_mesh_dim<
-                    typename detail::mesh_dim_clash<Layout>::first,
-                    typename detail::mesh_dim_clash<Layout>::second>,
-                "meshpp::tensor: two dims of one tensor are split over the same mesh dim "
-                "(illegal layout, Mesh-TensorFlow paper 8.5)");
+  static_assert(
+      offending::two_tensor_dims_on_one_mesh_dim<typename detail::mesh_dim_clash<Layout>::first,
+                                                 typename detail::mesh_dim_clash<Layout>::second>,
+      "meshpp::tensor: two dims of one tensor are split over the same mesh dim "
+      "(illegal layout, Mesh-TensorFlow paper 8.5)");
   static_assert(sizeof(Mesh) > 0 &&
                     offending::rule_names_a_mesh_dim_the_mesh_lacks<
                         detail::unknown_mesh_dim_in_t<typename Mesh::axes_type::shape_type, Layout>,
@@ -98,21 +107,21 @@ class tensor {
   /// dim's size.
   template <class... E>
   tensor(const Mesh& m, const extents<E...>& sizes)
-      : mesh_(m), global_(global_sizes(sizes)), offsets_{}, local_(check_and_local_shape()) {
+      : mesh_(m), global_(global_sizes(sizes)), offsets_{}, local_(check_and_local_shape(), T{}) {
+    // (T{} above: xtensor's shape-only constructor would leave the elements uninitialised)
     offsets_ = compute_offsets();
   }
 
   /// Evaluates a named expression (see expr/) into a new tensor, in one fused pass. The
   /// expression must have this tensor's dims (in any order: this transposes by name).
   template <class E>
-    requires std::is_base_of_v<expression_node, E> && std::is_same_v<typename E::mesh_type, Mesh>
+  requires std::is_base_of_v<expression_node, E> && std::is_same_v<typename E::mesh_type, Mesh>
   tensor(const E& e) : tensor(*e.mesh_ptr(), e.sizes()) {
     assign_expression(*this, e);
   }
   /// Assigns a named expression element by element (transposing by name).
   template <class E>
-    requires std::is_base_of_v<expression_node, E>
-  tensor& operator=(const E& e) {
+  requires std::is_base_of_v<expression_node, E> tensor& operator=(const E& e) {
     assign_expression(*this, e);
     return *this;
   }
@@ -157,22 +166,21 @@ class tensor {
     constexpr auto names = dim_names_v<Shape>;
     std::string out = "tensor<" + detail::value_type_name<T>() + "> [";
     for (std::size_t i = 0; i < rank; ++i) {
-      out += (i ? ", " : "") + std::string(names[i]) + ':' + std::to_string(global_[i]);
+      detail::append(out, i ? ", " : "", names[i], ':', global_[i]);
     }
     std::string rules = to_string(Layout{});
     out += "] layout " + (rules.empty() ? std::string("(replicated)") : rules) + " on mesh " +
            mesh_.describe() + "\n  rank " + std::to_string(mesh_.rank()) + " at (";
     for (std::size_t i = 0; i < Mesh::ndims; ++i) {
-      out += (i ? ", " : "") + std::to_string(mesh_.coordinates()[i]);
+      detail::append(out, i ? ", " : "", mesh_.coordinates()[i]);
     }
     out += ") holds [";
     for (std::size_t i = 0; i < rank; ++i) {
-      out += (i ? ", " : "") + std::to_string(offsets_[i]) + ':' +
-             std::to_string(offsets_[i] + local_.shape()[i]);
+      detail::append(out, i ? ", " : "", offsets_[i], ':', offsets_[i] + local_.shape()[i]);
     }
     out += "], local shape [";
     for (std::size_t i = 0; i < rank; ++i) {
-      out += (i ? ", " : "") + std::to_string(local_.shape()[i]);
+      detail::append(out, i ? ", " : "", local_.shape()[i]);
     }
     return out + "]";
   }
@@ -221,9 +229,8 @@ class tensor {
         throw error("meshpp::tensor: dim '" + std::string(dim) + "' of size " +
                     std::to_string(global_[i]) + " is split over mesh dim '" +
                     std::string(mesh_dim) + "' of size " + std::to_string(parts) + ", and " +
-                    std::to_string(global_[i]) + " is not divisible by " +
-                    std::to_string(parts) + " (tensor " + to_string(Shape{}) + ", layout " +
-                    to_string(Layout{}) + ")");
+                    std::to_string(global_[i]) + " is not divisible by " + std::to_string(parts) +
+                    " (tensor " + to_string(Shape{}) + ", layout " + to_string(Layout{}) + ")");
       }
       local[i] = global_[i] / static_cast<std::size_t>(parts);
     });

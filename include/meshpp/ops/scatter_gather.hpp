@@ -22,6 +22,7 @@
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/tensor.hpp"
+#include "meshpp/core/text.hpp"
 
 namespace meshpp {
 
@@ -75,7 +76,7 @@ typename Tensor::index_type offsets_at(const Tensor& t,
 template <std::size_t N>
 std::string shape_text(const std::array<std::size_t, N>& s) {
   std::string out = "[";
-  for (std::size_t i = 0; i < N; ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  for (std::size_t i = 0; i < N; ++i) detail::append(out, i ? ", " : "", s[i]);
   return out + "]";
 }
 }  // namespace detail

@@ -1,0 +1,75 @@
+# Run by CTest: cmake -DCOMMAND=<mpiexec line;...> -P meshppTwoLayerCheck.cmake
+#
+# Runs examples/two_layer --json and checks every line against shared/reference/table1.md,
+# computing the formulas here, independently of the C++ code:
+#   []                          0                                      forward 0
+#   [batch:all]                 2·d_io·d_h + d_h                        forward 0
+#   [hidden:all]                2·b·d_io                                forward b·d_io
+#   [batch:rows, hidden:cols]   2·b·d_io/r + 2·d_io·d_h/c + d_h/c       forward b·d_io/r
+#   + io:planes                 2·b·d_h/(r·c) + 2·b·d_io/(r·p) + 2·d_io·d_h/(c·p) + d_h/c
+#                               forward b·d_h/(r·c) + b·d_io/(r·p)
+# and that every result agrees with the single-rank reference (max_abs_diff <= 1e-3).
+execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "two_layer failed (${rc}):\n${out}\n${err}")
+endif()
+# Layout and mesh texts hold ';', CMake's list separator: carry them as '|' until parsed.
+string(REPLACE ";" "|" out "${out}")
+string(REGEX MATCHALL "{[^\n]*}" lines "${out}")
+list(LENGTH lines count)
+if(NOT count EQUAL 5)
+  message(FATAL_ERROR "expected 5 JSON lines (one per layout), got ${count}:\n${out}")
+endif()
+
+foreach(line IN LISTS lines)
+  foreach(field layout mesh b d_io d_h values_allreduced values_allreduced_forward max_abs_diff)
+    string(JSON ${field} GET "${line}" ${field})
+  endforeach()
+  # mesh sizes by name, e.g. "rows:2;cols:2"
+  set(r 1)
+  set(c 1)
+  set(p 1)
+  set(all 1)
+  string(REPLACE "|" ";" mesh "${mesh}")
+  foreach(axis IN LISTS mesh)  # "rows:2;cols:2" is a CMake list
+    string(REGEX MATCH "^([a-z]+):([0-9]+)$" _ "${axis}")
+    set(name ${CMAKE_MATCH_1})
+    set(size ${CMAKE_MATCH_2})
+    if(name STREQUAL "rows")
+      set(r ${size})
+    elseif(name STREQUAL "cols")
+      set(c ${size})
+    elseif(name STREQUAL "planes")
+      set(p ${size})
+    elseif(name STREQUAL "all")
+      set(all ${size})
+    endif()
+  endforeach()
+  if(layout STREQUAL "")
+    set(expect 0)
+    set(expect_forward 0)
+  elseif(layout STREQUAL "batch:all")
+    math(EXPR expect "2 * ${d_io} * ${d_h} + ${d_h}")
+    set(expect_forward 0)
+  elseif(layout STREQUAL "hidden:all")
+    math(EXPR expect "2 * ${b} * ${d_io}")
+    math(EXPR expect_forward "${b} * ${d_io}")
+  elseif(layout STREQUAL "batch:rows|hidden:cols")
+    math(EXPR expect "2 * ${b} * ${d_io} / ${r} + 2 * ${d_io} * ${d_h} / ${c} + ${d_h} / ${c}")
+    math(EXPR expect_forward "${b} * ${d_io} / ${r}")
+  elseif(layout STREQUAL "batch:rows|hidden:cols|io:planes")
+    math(EXPR expect "2 * ${b} * ${d_h} / (${r} * ${c}) + 2 * ${b} * ${d_io} / (${r} * ${p}) + 2 * ${d_io} * ${d_h} / (${c} * ${p}) + ${d_h} / ${c}")
+    math(EXPR expect_forward "${b} * ${d_h} / (${r} * ${c}) + ${b} * ${d_io} / (${r} * ${p})")
+  else()
+    message(FATAL_ERROR "unexpected layout '${layout}'")
+  endif()
+  if(NOT values_allreduced EQUAL expect OR NOT values_allreduced_forward EQUAL expect_forward)
+    message(FATAL_ERROR "layout '${layout}' on mesh ${mesh}: values allreduced "
+      "${values_allreduced} (forward ${values_allreduced_forward}), table1.md says ${expect} "
+      "(forward ${expect_forward})")
+  endif()
+  if(max_abs_diff GREATER 0.001)
+    message(FATAL_ERROR "layout '${layout}' on mesh ${mesh}: max_abs_diff ${max_abs_diff} > 1e-3")
+  endif()
+  message(STATUS "${layout} on ${mesh}: ${values_allreduced} (forward ${values_allreduced_forward}) = table1.md; max_abs_diff ${max_abs_diff}")
+endforeach()
