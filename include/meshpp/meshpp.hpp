@@ -17,6 +17,7 @@
 #include "meshpp/comm/agree.hpp"
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/comm/counters.hpp"
+#include "meshpp/comm/permute.hpp"
 
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/expression.hpp"
@@ -24,4 +25,8 @@
 
 #include "meshpp/ops/einsum.hpp"
 #include "meshpp/ops/reduce.hpp"
+#include "meshpp/ops/relayout.hpp"
+#include "meshpp/ops/reshape.hpp"
 #include "meshpp/ops/scatter_gather.hpp"
+#include "meshpp/ops/shift.hpp"
+#include "meshpp/ops/slice.hpp"

@@ -94,7 +94,9 @@ class counters {
         if (k.calls == 0) continue;
         std::string over;
         for (std::size_t i = 0; i < mesh_dims_; ++i) {
-          if (mask & (1u << i)) over += (over.empty() ? "" : ",") + std::string(axis_names[i]);
+          if (!(mask & (1u << i))) continue;
+          if (!over.empty()) over += ',';
+          over += axis_names[i];  // not `"," + std::string(..)`: a g++ 12 -Wrestrict warning
         }
         std::snprintf(line, sizeof line, "%-16s %-16s %8llu %13llu %13llu\n",
                       std::string(collective_name(static_cast<collective>(c))).c_str(),

@@ -73,7 +73,7 @@ template <class Tensor, class... E>
   requires is_tensor_v<Tensor>
 Tensor full(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
             typename Tensor::value_type value) {
-  Tensor t(m, sizes);
+  Tensor t(m, sizes, Tensor::uninitialized);
   t.local().fill(value);
   return t;
 }
@@ -101,7 +101,7 @@ auto ones(const Mesh& m, const extents<E...>& sizes) {
 template <class Tensor, class F, class... E>
   requires is_tensor_v<Tensor>
 Tensor generate(const typename Tensor::mesh_type& m, const extents<E...>& sizes, F&& f) {
-  Tensor t(m, sizes);
+  Tensor t(m, sizes, Tensor::uninitialized);
   detail::for_each_element(t, [&](auto& x, const auto& global, std::uint64_t) {
     x = static_cast<typename Tensor::value_type>(f(global));
   });
@@ -122,7 +122,7 @@ Tensor random_uniform(const typename Tensor::mesh_type& m, const extents<E...>& 
                       std::uint64_t seed, typename Tensor::value_type low = 0,
                       typename Tensor::value_type high = 1) {
   using T = typename Tensor::value_type;
-  Tensor t(m, sizes);
+  Tensor t(m, sizes, Tensor::uninitialized);
   detail::for_each_element(t, [&](T& x, const auto&, std::uint64_t linear) {
     x = low + (high - low) * uniform_at<T>(seed, linear);
   });
@@ -144,7 +144,7 @@ Tensor random_normal(const typename Tensor::mesh_type& m, const extents<E...>& s
                      std::uint64_t seed, typename Tensor::value_type mean = 0,
                      typename Tensor::value_type stddev = 1) {
   using T = typename Tensor::value_type;
-  Tensor t(m, sizes);
+  Tensor t(m, sizes, Tensor::uninitialized);
   detail::for_each_element(t, [&](T& x, const auto&, std::uint64_t linear) {
     x = mean + stddev * normal_at<T>(seed, linear);
   });

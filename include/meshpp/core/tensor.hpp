@@ -106,9 +106,17 @@ class tensor {
   /// Throws meshpp::error, on every rank, if a split dim's size is not divisible by its mesh
   /// dim's size.
   template <class... E>
-  tensor(const Mesh& m, const extents<E...>& sizes)
-      : mesh_(m), global_(global_sizes(sizes)), offsets_{}, local_(check_and_local_shape(), T{}) {
-    // (T{} above: xtensor's shape-only constructor would leave the elements uninitialised)
+  tensor(const Mesh& m, const extents<E...>& sizes) : tensor(m, sizes, uninitialized) {
+    local_.fill(T{});  // xtensor's shape-only constructor leaves the elements uninitialized
+  }
+
+  /// Tag for a tensor whose slice is left uninitialized, for outputs that are about to be
+  /// overwritten whole (einsum results, evaluated expressions): saves a pass over memory.
+  struct uninitialized_t {};
+  static constexpr uninitialized_t uninitialized{};
+  template <class... E>
+  tensor(const Mesh& m, const extents<E...>& sizes, uninitialized_t)
+      : mesh_(m), global_(global_sizes(sizes)), offsets_{}, local_(check_and_local_shape()) {
     offsets_ = compute_offsets();
   }
 
@@ -116,7 +124,7 @@ class tensor {
   /// expression must have this tensor's dims (in any order: this transposes by name).
   template <class E>
   requires std::is_base_of_v<expression_node, E> && std::is_same_v<typename E::mesh_type, Mesh>
-  tensor(const E& e) : tensor(*e.mesh_ptr(), e.sizes()) {
+  tensor(const E& e) : tensor(*e.mesh_ptr(), e.sizes(), uninitialized) {
     assign_expression(*this, e);
   }
   /// Assigns a named expression element by element (transposing by name).

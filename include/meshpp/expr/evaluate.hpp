@@ -134,18 +134,19 @@ cursor_group<C...> group(C&... c) {
 // A destination can take an expression without communication when every dim the expression
 // splits, the destination splits over the same mesh dim. (A dim the destination splits and
 // the expression holds whole is free: each rank reads its stripe. The reverse would need an
-// allgather, which must be an explicit relayout.)
+// allgather, which must be an explicit relayout.) `offending_rule` is the expression's rule
+// for the first dim where this fails, or no_dim.
 template <class DestLayout, class ExprLayout, class Shape>
-struct assignable_layout {
+struct assignable_layout;
+template <class DestLayout, class ExprLayout, class... Dims>
+struct assignable_layout<DestLayout, ExprLayout, shape<Dims...>> {
   template <class D>
   static constexpr bool ok_for =
       std::is_same_v<mesh_dim_of_t<DestLayout, D>, mesh_dim_of_t<ExprLayout, D>> ||
       !is_split_in_v<ExprLayout, D>;
-  static constexpr bool value = [] {
-    bool all = true;
-    for_each_index<Shape::rank>([&](auto i) { all = all && ok_for<dim_at_t<Shape, i.value>>; });
-    return all;
-  }();
+  using offending_rule = first_found_t<
+      std::conditional_t<ok_for<Dims>, no_dim, split<Dims, mesh_dim_of_t<ExprLayout, Dims>>>...>;
+  static constexpr bool value = std::is_same_v<offending_rule, no_dim>;
 };
 }  // namespace detail
 
@@ -169,25 +170,31 @@ void evaluate_into(const E& e, const frame<O>& fr, T* out) {
 namespace offending {
 template <class DestShape, class ExprShape>
 inline constexpr bool destination_has_another_dim_set = false;
-template <class DestLayout, class ExprLayout>
-inline constexpr bool destination_holds_whole_what_the_expression_splits = false;
+template <class ExprRule, class DestLayout>
+inline constexpr bool expression_rule_the_destination_lacks =
+    std::is_same_v<ExprRule, detail::no_dim>;
 }  // namespace offending
 
 // assign_expression(dest, e): dest = e, element by element, in one pass; no communication.
-// Transposes by name when dest lists the dims in another order.
+// Transposes by name when dest lists the dims in another order. (tensor's converting
+// constructor and operator= from an expression call this: its checks are theirs.)
 template <class Dest, class E>
   requires is_tensor_v<Dest> && is_expression_v<E>
 void assign_expression(Dest& dest, const E& expression) {
   const auto& e = detail::as_expression(expression);
   using S = typename Dest::shape_type;
-  static_assert(same_dims_v<S, typename E::shape_type> ||
-                    offending::destination_has_another_dim_set<S, typename E::shape_type>,
-                "meshpp: assigning an expression to a tensor with another set of dims");
-  static_assert(detail::assignable_layout<typename Dest::layout_type, typename E::layout_type, S>::value ||
-                    offending::destination_holds_whole_what_the_expression_splits<
-                        typename Dest::layout_type, typename E::layout_type>,
-                "meshpp: the destination does not split a dim the way the expression does; "
-                "that needs communication: relayout explicitly");
+  using ES = typename E::shape_type;
+  static_assert(same_dims_v<S, ES> || offending::destination_has_another_dim_set<S, ES>,
+                "meshpp::assign_expression(dest, e) (dest = e): dest and e have different sets "
+                "of dims");
+  // If this fails, e splits a dim that dest holds whole or splits over another mesh dim:
+  // filling dest needs communication. The condition names e's rule and dest's layout.
+  static_assert(offending::expression_rule_the_destination_lacks<
+                    typename detail::assignable_layout<typename Dest::layout_type,
+                                                       typename E::layout_type, S>::offending_rule,
+                    typename Dest::layout_type>,
+                "meshpp::assign_expression(dest, e) (dest = e): e splits a dim that dest does not "
+                "split the same way; that needs communication: relayout explicitly");
   if constexpr (same_dims_v<S, typename E::shape_type>) {
     detail::for_each_index<S::rank>([&](auto i) {
       using d = dim_at_t<S, i.value>;
@@ -208,7 +215,7 @@ template <class E>
 auto eval(const E& e) {
   using result = tensor<typename E::value_type, typename E::shape_type, typename E::layout_type,
                         typename E::mesh_type>;
-  result out(*e.mesh_ptr(), e.sizes());
+  result out(*e.mesh_ptr(), e.sizes(), result::uninitialized);
   assign_expression(out, e);
   return out;
 }

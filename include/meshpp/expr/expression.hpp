@@ -209,37 +209,53 @@ class scalar_leaf : public expression_node {
   T value_;
 };
 
+// rule_in_t<L, Rule>: L's rule for Rule's tensor dim (or no_dim when Rule is no_dim)
+template <class L, class Rule>
+struct rule_in {
+  using type = split<typename Rule::tensor_dim, mesh_dim_of_t<L, typename Rule::tensor_dim>>;
+};
+template <class L>
+struct rule_in<L, no_dim> {
+  using type = no_dim;
+};
+template <class L, class Rule>
+using rule_in_t = typename rule_in<L, Rule>::type;
+
+// merge_layouts<Ls...>: the union of the operands' layouts. `conflict` is the first rule of
+// an operand that splits a dim over another mesh dim than the operands before it, and
+// `conflict_with` the earlier rule for that dim (both no_dim if there is none).
 template <class... Ls>
 struct merge_layouts;
 template <class L>
 struct merge_layouts<L> {
   using type = L;
   using conflict = no_dim;
+  using conflict_with = no_dim;
 };
 template <class A, class B, class... Rest>
 struct merge_layouts<A, B, Rest...> {
   using step = layout_merge<A, B>;
   using next = merge_layouts<typename step::type, Rest...>;
   using type = typename next::type;
-  using conflict = first_found_t<typename step::conflict, typename next::conflict>;
+  static constexpr bool here = !std::is_same_v<typename step::conflict, no_dim>;
+  using conflict = std::conditional_t<here, typename step::conflict, typename next::conflict>;
+  using conflict_with = std::conditional_t<here, rule_in_t<A, typename step::conflict>,
+                                           typename next::conflict_with>;
 };
 
+// common_mesh<Ms...>: the first mesh type of the operands (void for scalars), and `other`:
+// the first operand mesh type that differs from it, or no_dim.
 template <class... Ms>
 struct common_mesh {
   using type = void;
+  using other = no_dim;
 };
 template <class M, class... Rest>
 struct common_mesh<M, Rest...> {
-  using rest = typename common_mesh<Rest...>::type;
-  using type = std::conditional_t<std::is_void_v<M>, rest, M>;
-  static constexpr bool consistent =
-      std::is_void_v<M> || std::is_void_v<rest> || std::is_same_v<M, rest>;
+  using type = std::conditional_t<std::is_void_v<M>, typename common_mesh<Rest...>::type, M>;
+  using other = first_found_t<
+      std::conditional_t<std::is_void_v<Rest> || std::is_same_v<Rest, type>, no_dim, Rest>...>;
 };
-template <class... Ms>
-inline constexpr bool meshes_consistent_v = true;
-template <class M, class... Rest>
-inline constexpr bool meshes_consistent_v<M, Rest...> =
-    common_mesh<M, Rest...>::consistent && meshes_consistent_v<Rest...>;
 
 template <class... Ss>
 struct union_all;
@@ -254,9 +270,12 @@ struct union_all<S, Rest...> {
 }  // namespace detail
 
 namespace offending {
-template <class Rule>
-inline constexpr bool operand_splits_a_shared_dim_over_another_mesh_dim =
+template <class Rule, class OtherRule>
+inline constexpr bool operands_split_a_shared_dim_over_two_mesh_dims =
     std::is_same_v<Rule, detail::no_dim>;
+template <class Mesh, class OtherMesh>
+inline constexpr bool operands_on_meshes_of_different_types =
+    std::is_same_v<OtherMesh, detail::no_dim>;
 template <class Rule, class OtherRule>
 inline constexpr bool result_has_two_dims_on_one_mesh_dim = std::is_same_v<Rule, detail::no_dim>;
 }  // namespace offending
@@ -264,26 +283,38 @@ inline constexpr bool result_has_two_dims_on_one_mesh_dim = std::is_same_v<Rule,
 /// @brief A component-wise function of operands, lazily evaluated.
 /// @tparam F    the element functor, called with one element of each operand
 /// @tparam Args the operands (tensor_leaf, scalar_leaf, function_expr)
+///
+/// Every component-wise operation (a + b, exp(a), where(c, a, b), make_function(f, ...))
+/// builds this node, so its checks below are the one place for them; their messages name it.
 template <class F, class... Args>
 class function_expr : public expression_node {
   using merged = detail::merge_layouts<typename Args::layout_type...>;
-  static_assert(offending::operand_splits_a_shared_dim_over_another_mesh_dim<typename merged::conflict>,
-                "meshpp: operands split a shared dim over different mesh dims; relayout one of "
-                "them first");
-  static_assert(detail::meshes_consistent_v<typename Args::mesh_type...>,
-                "meshpp: operands live on meshes of different types");
+  using meshes = detail::common_mesh<typename Args::mesh_type...>;
+  // If this fails, two operands split one dim over different mesh dims: no rank holds
+  // matching stripes of both. The condition names the two rules.
+  static_assert(offending::operands_split_a_shared_dim_over_two_mesh_dims<
+                    typename merged::conflict_with, typename merged::conflict>,
+                "meshpp::function_expr<F, Args...> (a + b, f(a, b), ...): two operands split a "
+                "shared dim over different mesh dims; relayout one of them first");
+  static_assert(offending::operands_on_meshes_of_different_types<typename meshes::type,
+                                                                 typename meshes::other>,
+                "meshpp::function_expr<F, Args...> (a + b, f(a, b), ...): the operands live on "
+                "meshes of different types");
 
  public:
   using shape_type = typename detail::union_all<typename Args::shape_type...>::type;
   using layout_type = layout_for_t<typename merged::type, shape_type>;
-  using mesh_type = typename detail::common_mesh<typename Args::mesh_type...>::type;
+  using mesh_type = typename meshes::type;
   using value_type = std::remove_cvref_t<std::invoke_result_t<const F&, typename Args::value_type...>>;
 
+  // If this fails, each operand's layout is legal but together they split two dims of the
+  // result over one mesh dim; the condition names the two rules.
   static_assert(offending::result_has_two_dims_on_one_mesh_dim<
                     typename detail::mesh_dim_clash<layout_type>::first,
                     typename detail::mesh_dim_clash<layout_type>::second>,
-                "meshpp: the operands' layouts put two dims of the result on one mesh dim "
-                "(illegal layout, Mesh-TensorFlow paper 8.5)");
+                "meshpp::function_expr<F, Args...> (a + b, f(a, b), ...): the operands' layouts "
+                "put two dims of the result on one mesh dim (illegal layout, Mesh-TensorFlow "
+                "paper 8.5)");
 
   explicit function_expr(F f, Args... args) : f_(std::move(f)), args_(std::move(args)...) {
     check_operands();

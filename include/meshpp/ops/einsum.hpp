@@ -40,11 +40,13 @@ namespace meshpp {
 namespace offending {
 template <class Dim>
 inline constexpr bool output_dim_appears_in_no_input = std::is_same_v<Dim, detail::no_dim>;
-template <class Rule>
-inline constexpr bool input_splits_a_shared_dim_over_another_mesh_dim =
+template <class Rule, class OtherRule>
+inline constexpr bool inputs_split_a_shared_dim_over_two_mesh_dims =
     std::is_same_v<Rule, detail::no_dim>;
 template <class Rule, class OtherRule>
 inline constexpr bool two_dims_of_the_einsum_on_one_mesh_dim = std::is_same_v<Rule, detail::no_dim>;
+template <class Mesh, class OtherMesh>
+inline constexpr bool inputs_on_meshes_of_different_types = std::is_same_v<Mesh, OtherMesh>;
 }  // namespace offending
 
 namespace detail {
@@ -83,6 +85,22 @@ template <class... Out, class SA, class SB>
 struct first_output_dim_in_no_input<shape<Out...>, SA, SB> {
   using type = first_found_t<
       std::conditional_t<contains_v<SA, Out> || contains_v<SB, Out>, no_dim, Out>...>;
+};
+
+/// What einsum<Out>(a, b) checks at compile time; each member names the offender, or no_dim.
+template <class Out, class A, class B>
+struct einsum_check {
+  using SA = typename A::shape_type;
+  using SB = typename B::shape_type;
+  using plan = einsum_plan<Out, SA, SB, typename A::layout_type, typename B::layout_type>;
+  using missing_output_dim = typename first_output_dim_in_no_input<Out, SA, SB>::type;
+  using conflict = typename plan::merge::conflict;  // b's rule
+  using conflict_with = rule_in_t<typename A::layout_type, conflict>;
+  using clash = mesh_dim_clash<typename plan::full_layout>;
+  static constexpr bool ok =
+      std::is_same_v<missing_output_dim, no_dim> && std::is_same_v<conflict, no_dim> &&
+      std::is_same_v<typename clash::first, no_dim> &&
+      std::is_same_v<typename A::mesh_type, typename B::mesh_type>;
 };
 
 template <class Fr>
@@ -175,6 +193,7 @@ void copy_permuted(const T* src, const std::array<std::size_t, From::rank>& from
   });
 }
 
+// einsum2<Out>(a, b): the work of einsum<Out>(a, b), once the checks there have passed
 template <class Out, class A, class B>
 auto einsum2(const A& a_in, const B& b_in) {
   const auto& a = as_expression(a_in);
@@ -184,21 +203,6 @@ auto einsum2(const A& a_in, const B& b_in) {
   using SA = typename XA::shape_type;
   using SB = typename XB::shape_type;
   using plan = einsum_plan<Out, SA, SB, typename XA::layout_type, typename XB::layout_type>;
-  static_assert(offending::output_dim_appears_in_no_input<
-                    typename first_output_dim_in_no_input<Out, SA, SB>::type>,
-                "meshpp::einsum<Out>(a, b): an output dim appears in no input");
-  static_assert(offending::input_splits_a_shared_dim_over_another_mesh_dim<
-                    typename plan::merge::conflict>,
-                "meshpp::einsum<Out>(a, b): a dim of both inputs is split over different mesh "
-                "dims in each; relayout one of them first");
-  static_assert(offending::two_dims_of_the_einsum_on_one_mesh_dim<
-                    typename mesh_dim_clash<typename plan::full_layout>::first,
-                    typename mesh_dim_clash<typename plan::full_layout>::second>,
-                "meshpp::einsum<Out>(a, b): the inputs' layouts put two dims of the computation "
-                "(output or summed) on one mesh dim");
-  static_assert(std::is_same_v<typename XA::mesh_type, typename XB::mesh_type>,
-                "meshpp::einsum<Out>(a, b): the inputs live on meshes of different types");
-
   using T = std::common_type_t<typename XA::value_type, typename XB::value_type>;
   using Mesh = typename XA::mesh_type;
   const Mesh& mesh = *a.mesh_ptr();
@@ -220,7 +224,7 @@ auto einsum2(const A& a_in, const B& b_in) {
     };
     return extents<Dims...>{dim_extent<Dims>{size(static_cast<Dims*>(nullptr))}...};
   };
-  result_t out(mesh, sizes_of(static_cast<Out*>(nullptr)));
+  result_t out(mesh, sizes_of(static_cast<Out*>(nullptr)), result_t::uninitialized);
 
   // Dims in one input only, not in the output: summed out locally first (partial sums when
   // split; the final allreduce completes them).
@@ -295,14 +299,37 @@ auto einsum2(const A& a_in, const B& b_in) {
 template <class Out, class A, class B>
   requires is_shape_v<Out> && is_expression_v<A> && is_expression_v<B>
 auto einsum(const A& a, const B& b) {
-  return detail::einsum2<Out>(a, b);
+  using check = detail::einsum_check<Out, A, B>;
+  static_assert(offending::output_dim_appears_in_no_input<typename check::missing_output_dim>,
+                "meshpp::einsum<Out>(a, b): an output dim appears in no input");
+  // If this fails, a dim of both inputs is split over one mesh dim in a and another in b:
+  // no rank holds matching stripes of both. The condition names a's rule and b's rule.
+  static_assert(offending::inputs_split_a_shared_dim_over_two_mesh_dims<
+                    typename check::conflict_with, typename check::conflict>,
+                "meshpp::einsum<Out>(a, b): a dim of both inputs is split over different mesh "
+                "dims in each; relayout one of them first");
+  // If this fails, each input's layout is legal but together they split two dims of the
+  // computation (output, contracted or summed out) over one mesh dim (Mesh-TensorFlow paper
+  // 8.5): the condition names the two rules.
+  static_assert(offending::two_dims_of_the_einsum_on_one_mesh_dim<typename check::clash::first,
+                                                                  typename check::clash::second>,
+                "meshpp::einsum<Out>(a, b): the inputs' layouts put two dims of the computation "
+                "(output or summed) on one mesh dim");
+  static_assert(offending::inputs_on_meshes_of_different_types<typename A::mesh_type,
+                                                               typename B::mesh_type>,
+                "meshpp::einsum<Out>(a, b): the inputs live on meshes of different types");
+  if constexpr (check::ok) return detail::einsum2<Out>(a, b);  // else: only the errors above
 }
 
 // einsum<Out>(a): a transposed to Out, with a's other dims summed out (reduce_sum<Out>)
 template <class Out, class A>
   requires is_shape_v<Out> && is_expression_v<A>
 auto einsum(const A& a) {
-  return reduce_sum<Out>(a);
+  using missing_output_dim =
+      typename detail::first_output_dim_in_no_input<Out, typename A::shape_type, shape<>>::type;
+  static_assert(offending::output_dim_appears_in_no_input<missing_output_dim>,
+                "meshpp::einsum<Out>(a): an output dim is not a dim of a");
+  if constexpr (std::is_same_v<missing_output_dim, detail::no_dim>) return reduce_sum<Out>(a);
 }
 
 }  // namespace meshpp

@@ -103,7 +103,7 @@ auto reduce_local(const E& e) {
   using Mesh = typename E::mesh_type;
   using result_t = tensor<T, Out, layout_for_t<typename E::layout_type, Out>, Mesh>;
   const Mesh& m = *e.mesh_ptr();
-  result_t out(m, extents_of<Out>(e));
+  result_t out(m, extents_of<Out>(e), result_t::uninitialized);
   out.local().fill(identity<Op, T>());
 
   constexpr std::size_t n = S::rank;
@@ -139,33 +139,40 @@ auto reduce_local(const E& e) {
 }
 
 // The output shape a reduce call names: reduce_x<shape<...>>(e) gives it; reduce_x<Dims...>(e)
-// names the dims to reduce out (all when none are named).
+// names the dims to reduce out (all when none are named). `unknown_reduced_dim` is the first
+// named dim to reduce that S lacks, `unknown_output_dim` the first output dim S lacks (or no_dim).
 template <class S, class... Ts>
 struct reduce_output {
   using type = shape_difference_t<S, shape<Ts...>>;
   using reduced = shape<Ts...>;
+  using unknown_reduced_dim = first_found_t<std::conditional_t<contains_v<S, Ts>, no_dim, Ts>...>;
+  using unknown_output_dim = no_dim;
 };
 template <class S>
 struct reduce_output<S> {
   using type = shape<>;
   using reduced = S;
+  using unknown_reduced_dim = no_dim;
+  using unknown_output_dim = no_dim;
 };
 template <class S, class... Out>
 struct reduce_output<S, shape<Out...>> {
   using type = shape<Out...>;
   using reduced = shape_difference_t<S, shape<Out...>>;
+  using unknown_reduced_dim = no_dim;
+  using unknown_output_dim = first_found_t<std::conditional_t<contains_v<S, Out>, no_dim, Out>...>;
 };
+template <class S, class... Ts>
+inline constexpr bool reduce_names_known_dims_v =
+    std::is_same_v<typename reduce_output<S, Ts...>::unknown_reduced_dim, no_dim> &&
+    std::is_same_v<typename reduce_output<S, Ts...>::unknown_output_dim, no_dim>;
 
+// reduce<Op, E, Ts...>(e): the work of the reduce_x<Ts...>(e) below, once their checks passed
 template <class Op, class E, class... Ts>
 auto reduce(const E& e) {
   using S = typename E::shape_type;
   using Out = typename reduce_output<S, Ts...>::type;
   using reduced = typename reduce_output<S, Ts...>::reduced;
-  static_assert(offending::reduced_dim_not_in_operand<
-                    first_found_t<std::conditional_t<contains_v<S, Ts> || is_shape_v<Ts>, no_dim, Ts>...>, S>,
-                "meshpp::reduce<Dims...>(x): x has no dim of that name to reduce");
-  static_assert(contains_all_v<S, Out> || offending::output_dim_not_in_operand<Out, S>,
-                "meshpp::reduce<shape<...>>(x): the output shape names a dim x does not have");
   auto out = reduce_local<Op, Out>(e);
   using mesh_dims = split_mesh_dims_t<typename E::layout_type, reduced>;
   allreduce<over_t<mesh_dims>, Op>::run(*e.mesh_ptr(),
@@ -175,43 +182,83 @@ auto reduce(const E& e) {
 
 }  // namespace detail
 
+// Each reduce_x checks the dims it is given here, at the call, so a misnamed dim is reported
+// in the user's terms; the conditions name the dim and x's shape.
+
 // reduce_sum<Dims...>(e), reduce_sum<shape<Out...>>(e), reduce_sum(e)
 template <class... Ts, class E>
   requires is_expression_v<E>
 auto reduce_sum(const E& e) {
-  return detail::reduce<op::sum, std::remove_cvref_t<decltype(detail::as_expression(e))>, Ts...>(
-      detail::as_expression(e));
+  using S = typename E::shape_type;
+  using names = detail::reduce_output<S, Ts...>;
+  static_assert(offending::reduced_dim_not_in_operand<typename names::unknown_reduced_dim, S>,
+                "meshpp::reduce_sum<Dims...>(x): x has no dim of that name to reduce");
+  static_assert(offending::output_dim_not_in_operand<typename names::unknown_output_dim, S>,
+                "meshpp::reduce_sum<shape<Out...>>(x): the output shape names a dim x does not "
+                "have");
+  if constexpr (detail::reduce_names_known_dims_v<S, Ts...>) {
+    return detail::reduce<op::sum, std::remove_cvref_t<decltype(detail::as_expression(e))>,
+                          Ts...>(detail::as_expression(e));
+  }
 }
 // reduce_max<Dims...>(e), reduce_max<shape<Out...>>(e), reduce_max(e)
 template <class... Ts, class E>
   requires is_expression_v<E>
 auto reduce_max(const E& e) {
-  return detail::reduce<op::max, std::remove_cvref_t<decltype(detail::as_expression(e))>, Ts...>(
-      detail::as_expression(e));
+  using S = typename E::shape_type;
+  using names = detail::reduce_output<S, Ts...>;
+  static_assert(offending::reduced_dim_not_in_operand<typename names::unknown_reduced_dim, S>,
+                "meshpp::reduce_max<Dims...>(x): x has no dim of that name to reduce");
+  static_assert(offending::output_dim_not_in_operand<typename names::unknown_output_dim, S>,
+                "meshpp::reduce_max<shape<Out...>>(x): the output shape names a dim x does not "
+                "have");
+  if constexpr (detail::reduce_names_known_dims_v<S, Ts...>) {
+    return detail::reduce<op::max, std::remove_cvref_t<decltype(detail::as_expression(e))>,
+                          Ts...>(detail::as_expression(e));
+  }
 }
 // reduce_min<Dims...>(e), reduce_min<shape<Out...>>(e), reduce_min(e)
 template <class... Ts, class E>
   requires is_expression_v<E>
 auto reduce_min(const E& e) {
-  return detail::reduce<op::min, std::remove_cvref_t<decltype(detail::as_expression(e))>, Ts...>(
-      detail::as_expression(e));
+  using S = typename E::shape_type;
+  using names = detail::reduce_output<S, Ts...>;
+  static_assert(offending::reduced_dim_not_in_operand<typename names::unknown_reduced_dim, S>,
+                "meshpp::reduce_min<Dims...>(x): x has no dim of that name to reduce");
+  static_assert(offending::output_dim_not_in_operand<typename names::unknown_output_dim, S>,
+                "meshpp::reduce_min<shape<Out...>>(x): the output shape names a dim x does not "
+                "have");
+  if constexpr (detail::reduce_names_known_dims_v<S, Ts...>) {
+    return detail::reduce<op::min, std::remove_cvref_t<decltype(detail::as_expression(e))>,
+                          Ts...>(detail::as_expression(e));
+  }
 }
 // reduce_mean<Dims...>(e), reduce_mean<shape<Out...>>(e), reduce_mean(e): the sum divided
 // by the number of elements reduced (global sizes)
 template <class... Ts, class E>
   requires is_expression_v<E>
 auto reduce_mean(const E& e) {
-  const auto& x = detail::as_expression(e);
-  using X = std::remove_cvref_t<decltype(x)>;
-  using reduced = typename detail::reduce_output<typename X::shape_type, Ts...>::reduced;
-  auto out = detail::reduce<op::sum, X, Ts...>(x);
-  double count = 1;
-  detail::for_each_index<reduced::rank>(
-      [&](auto i) { count *= static_cast<double>(x.template size<dim_at_t<reduced, i.value>>()); });
-  using T = typename decltype(out)::value_type;
-  const T scale = static_cast<T>(1.0 / count);
-  for (auto& v : out.local()) v *= scale;
-  return out;
+  using S = typename E::shape_type;
+  using names = detail::reduce_output<S, Ts...>;
+  static_assert(offending::reduced_dim_not_in_operand<typename names::unknown_reduced_dim, S>,
+                "meshpp::reduce_mean<Dims...>(x): x has no dim of that name to reduce");
+  static_assert(offending::output_dim_not_in_operand<typename names::unknown_output_dim, S>,
+                "meshpp::reduce_mean<shape<Out...>>(x): the output shape names a dim x does not "
+                "have");
+  if constexpr (detail::reduce_names_known_dims_v<S, Ts...>) {
+    const auto& x = detail::as_expression(e);
+    using X = std::remove_cvref_t<decltype(x)>;
+    using reduced = typename names::reduced;
+    auto out = detail::reduce<op::sum, X, Ts...>(x);
+    double count = 1;
+    detail::for_each_index<reduced::rank>([&](auto i) {
+      count *= static_cast<double>(x.template size<dim_at_t<reduced, i.value>>());
+    });
+    using T = typename decltype(out)::value_type;
+    const T scale = static_cast<T>(1.0 / count);
+    for (auto& v : out.local()) v *= scale;
+    return out;
+  }
 }
 
 }  // namespace meshpp

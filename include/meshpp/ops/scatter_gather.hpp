@@ -90,7 +90,7 @@ Tensor scatter(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
                const Global& global) {
   using T = typename Tensor::value_type;
   constexpr std::size_t n = Tensor::rank;
-  Tensor t(m, sizes);
+  Tensor t(m, sizes, Tensor::uninitialized);
   std::string problem;
   if (global.dimension() != n) {
     problem = "meshpp::scatter: the global array on rank " + std::to_string(m.rank()) + " has " +
@@ -133,7 +133,9 @@ xt::xtensor<typename Tensor::value_type, Tensor::rank> gather(const Tensor& t) {
   xt::xtensor<T, Tensor::rank> whole(t.global_shape());
   const auto& group = m.communicator(Tensor::split_mask());
   const std::size_t count = t.local().size();
-  std::vector<T> blocks(count * static_cast<std::size_t>(group.size()));
+  // xt::uvector, not std::vector: std::vector<bool> has no data() (bool tensors come from
+  // comparisons)
+  xt::uvector<T> blocks(count * static_cast<std::size_t>(group.size()));
   MPI_Allgather(t.local().data(), static_cast<int>(count), boost::mpi::get_mpi_datatype<T>(),
                 blocks.data(), static_cast<int>(count), boost::mpi::get_mpi_datatype<T>(),
                 group);
@@ -181,7 +183,7 @@ xt::xtensor<typename Tensor::value_type, Tensor::rank> gather(const Tensor& t, i
   const std::size_t count = t.local().size();
   const bool is_root = m.rank() == root;
   std::vector<int> counts, displs;
-  std::vector<T> blocks;
+  xt::uvector<T> blocks;  // not std::vector: see gather(t)
   if (is_root) {
     counts.resize(static_cast<std::size_t>(m.size()));
     displs.resize(counts.size());

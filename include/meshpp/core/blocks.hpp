@@ -1,0 +1,54 @@
+// meshpp/core/blocks.hpp — detail: copying boxes between row-major N-d arrays.
+//
+// copy_box(src, src_shape, src_at, dst, dst_shape, dst_at, box) copies the box of extents
+// `box` starting at index `src_at` of src to index `dst_at` of dst, one contiguous run of the
+// last dim at a time. Packing a block for a collective, unpacking received blocks, and taking
+// a local stripe are all this one copy.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstring>
+
+namespace meshpp::detail {
+
+template <class T, std::size_t N>
+void copy_box(const T* src, const std::array<std::size_t, N>& src_shape,
+              const std::array<std::size_t, N>& src_at, T* dst,
+              const std::array<std::size_t, N>& dst_shape,
+              const std::array<std::size_t, N>& dst_at, const std::array<std::size_t, N>& box) {
+  if constexpr (N == 0) {
+    *dst = *src;
+  } else {
+    for (std::size_t e : box) {
+      if (e == 0) return;
+    }
+    const std::size_t run = box[N - 1];
+    std::array<std::size_t, N> idx{};
+    while (true) {
+      std::size_t s = 0, d = 0;
+      for (std::size_t i = 0; i < N; ++i) {
+        s = s * src_shape[i] + src_at[i] + idx[i];
+        d = d * dst_shape[i] + dst_at[i] + idx[i];
+      }
+      std::memcpy(dst + d, src + s, run * sizeof(T));
+      std::size_t i = N - 1;
+      while (true) {
+        if (i == 0) return;
+        --i;
+        if (++idx[i] < box[i]) break;
+        idx[i] = 0;
+      }
+    }
+  }
+}
+
+// element_count(shape): the product of the extents
+template <std::size_t N>
+std::size_t element_count(const std::array<std::size_t, N>& shape) {
+  std::size_t n = 1;
+  for (std::size_t e : shape) n *= e;
+  return n;
+}
+
+}  // namespace meshpp::detail

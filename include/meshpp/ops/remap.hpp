@@ -1,0 +1,146 @@
+// meshpp/ops/remap.hpp — detail: moving ranges of one split dim between ranks.
+//
+// remap_along<Dim>(t, delta, wrap, out_range, out, out_extent) fills out (this rank's output
+// range of Dim, all other dims as in t's slice) with out[o] = t[o + delta] along Dim (indices
+// taken modulo Dim's size when wrap; else positions whose source falls outside t are left as
+// they are). When Dim is split over mesh dim m, every rank knows every member's input stripe
+// and output range, so each computes the contiguous pieces it sends to and receives from
+// each member, and one collective permute over m moves exactly those pieces; what stays on
+// the rank is copied locally. slice, pad, concat, split, shift and halo_exchange are this.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "meshpp/comm/permute.hpp"
+#include "meshpp/core/blocks.hpp"
+#include "meshpp/core/layout.hpp"
+#include "meshpp/core/shape.hpp"
+#include "meshpp/core/tensor.hpp"
+
+namespace meshpp {
+
+/// What shift and halo_exchange read beyond the ends of a dim.
+enum class boundary { zero, wrap };
+
+namespace detail {
+
+struct index_range {
+  long lo, hi;  // [lo, hi)
+};
+struct remap_piece {
+  long out, in, len;
+};
+
+// remap_pieces(out, src, delta, size, wrap, pieces): the runs of output indices in `out` whose
+// sources (o + delta, modulo size when wrap) lie in `src`
+inline void remap_pieces(index_range out, index_range src, long delta, long size, bool wrap,
+                         std::vector<remap_piece>& pieces) {
+  if (!wrap) {
+    const long lo = std::max({out.lo + delta, src.lo, 0L});
+    const long hi = std::min({out.hi + delta, src.hi, size});
+    if (lo < hi) pieces.push_back({lo - delta, lo, hi - lo});
+    return;
+  }
+  for (long o = out.lo; o < out.hi;) {
+    const long i = ((o + delta) % size + size) % size;
+    const long len = std::min(out.hi - o, size - i);
+    const long lo = std::max(i, src.lo), hi = std::min(i + len, src.hi);
+    if (lo < hi) pieces.push_back({o + (lo - i), lo, hi - lo});
+    o += len;
+  }
+}
+
+template <class Dim, class Tensor, class OutRange>
+void remap_along(const Tensor& t, long delta, bool wrap, OutRange&& out_range,
+                 typename Tensor::value_type* out,
+                 const std::array<std::size_t, Tensor::rank>& out_extent) {
+  using T = typename Tensor::value_type;
+  using L = typename Tensor::layout_type;
+  constexpr std::size_t n = Tensor::rank;
+  constexpr std::size_t ax = index_of_v<typename Tensor::shape_type, Dim>;
+  const auto ext = t.local_shape();
+  const long la = static_cast<long>(ext[ax]);
+  const long size = static_cast<long>(t.template extent<Dim>());
+  const std::size_t inner = ext[ax] == 0 ? 0 : t.local().size() / ext[ax];
+  const std::array<std::size_t, n> zero{};
+  auto box_of = [&](long len) {
+    auto b = ext;
+    b[ax] = static_cast<std::size_t>(len);
+    return b;
+  };
+  auto at = [&](long i) {
+    auto a = zero;
+    a[ax] = static_cast<std::size_t>(i);
+    return a;
+  };
+
+  int p = 1, me = 0;
+  if constexpr (is_split_in_v<L, Dim>) {
+    p = t.mesh().template size<mesh_dim_of_t<L, Dim>>();
+    me = t.mesh().template coordinate<mesh_dim_of_t<L, Dim>>();
+  }
+  const index_range mine = out_range(me);
+  auto in_range = [&](int q) { return index_range{q * la, (q + 1) * la}; };
+
+  // what stays here
+  std::vector<remap_piece> pieces;
+  remap_pieces(mine, in_range(me), delta, size, wrap, pieces);
+  for (const auto& pc : pieces) {
+    copy_box(t.local().data(), ext, at(pc.in - me * la), out, out_extent, at(pc.out - mine.lo),
+             box_of(pc.len));
+  }
+  if constexpr (is_split_in_v<L, Dim>) {
+    using M = mesh_dim_of_t<L, Dim>;
+    std::vector<std::vector<remap_piece>> to(p), from(p);
+    std::vector<int> send_counts(p, 0), recv_counts(p, 0);
+    std::size_t send_total = 0, recv_total = 0;
+    for (int q = 0; q < p; ++q) {
+      if (q == me) continue;
+      remap_pieces(out_range(q), in_range(me), delta, size, wrap, to[q]);
+      remap_pieces(mine, in_range(q), delta, size, wrap, from[q]);
+      for (const auto& pc : to[q]) send_counts[q] += static_cast<int>(pc.len * inner);
+      for (const auto& pc : from[q]) recv_counts[q] += static_cast<int>(pc.len * inner);
+      send_total += static_cast<std::size_t>(send_counts[q]);
+      recv_total += static_cast<std::size_t>(recv_counts[q]);
+    }
+    std::vector<T> send(send_total), recv(recv_total);
+    std::size_t pos = 0;
+    for (int q = 0; q < p; ++q) {
+      for (const auto& pc : to[q]) {
+        copy_box(t.local().data(), ext, at(pc.in - me * la), send.data() + pos, box_of(pc.len),
+                 zero, box_of(pc.len));
+        pos += static_cast<std::size_t>(pc.len) * inner;
+      }
+    }
+    permute<over<M>>::run(t.mesh(), std::span<const T>(send), std::span<const int>(send_counts),
+                          std::span<T>(recv), std::span<const int>(recv_counts));
+    pos = 0;
+    for (int q = 0; q < p; ++q) {
+      for (const auto& pc : from[q]) {
+        copy_box(recv.data() + pos, box_of(pc.len), zero, out, out_extent, at(pc.out - mine.lo),
+                 box_of(pc.len));
+        pos += static_cast<std::size_t>(pc.len) * inner;
+      }
+    }
+  }
+}
+
+// with_size<Dim>(sizes, n): the same extents with Dim's size n
+template <class Dim, class... Dims>
+extents<Dims...> with_size(const extents<Dims...>& e, std::size_t n) {
+  return extents<Dims...>{dim_extent<Dims>{std::is_same_v<Dims, Dim> ? n : e.template get<Dims>()}...};
+}
+
+// block_range(t_out): member q's output range along Dim under t_out's layout
+template <class Dim, class Tensor>
+auto block_ranges(const Tensor& out) {
+  const long la = static_cast<long>(out.local_shape()[index_of_v<typename Tensor::shape_type, Dim>]);
+  return [la](int q) { return index_range{q * la, (q + 1) * la}; };
+}
+
+}  // namespace detail
+}  // namespace meshpp
