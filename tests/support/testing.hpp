@@ -6,11 +6,16 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <initializer_list>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/mpi/collectives/all_reduce.hpp>
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/operations.hpp>
+#include <xtensor/xstrided_view.hpp>
 #include <xtensor/xtensor.hpp>
 
 namespace meshpp_test {
@@ -58,6 +63,53 @@ inline std::array<int, 3> grid3(int n) {
     }
   }
   return best;
+}
+
+// throws_with<E>(f, {parts...}): f() throws an E whose message contains every part. Any other
+// outcome (no exception, another type, a message lacking a part) is reported with MESSAGE and
+// returns false, never escapes: a rank leaving the test case early would leave the others
+// waiting in their next collective. Use it inside CHECK_ALL_RANKS.
+template <class E, class F>
+bool throws_with(F&& f, std::initializer_list<std::string_view> parts = {}) {
+  std::string outcome;
+  try {
+    f();
+    outcome = "no exception was thrown";
+  } catch (const E& e) {
+    const std::string what = e.what();
+    for (std::string_view part : parts) {
+      if (what.find(part) == std::string::npos) {
+        outcome = "the message \"" + what + "\" lacks \"" + std::string(part) + "\"";
+        break;
+      }
+    }
+    if (outcome.empty()) return true;
+  } catch (const std::exception& e) {
+    outcome = std::string("an exception of another type was thrown: ") + e.what();
+  } catch (...) {
+    outcome = "an exception of unknown type was thrown";
+  }
+  MESSAGE("rank " << world().rank() << ": " << outcome);
+  return false;
+}
+
+// filled<T>(shape, f): a row-major array whose element at flat index i is f(i). Single-rank
+// references are built with it, without any mesh.
+template <class T, std::size_t N, class F>
+xt::xtensor<T, N> filled(const std::array<std::size_t, N>& shape, F&& f) {
+  xt::xtensor<T, N> a(shape);
+  for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = f(static_cast<std::uint64_t>(i));
+  return a;
+}
+
+// block(a, offsets, shape): a copy of a[offsets : offsets + shape], one range per dim.
+template <class T, std::size_t N>
+xt::xtensor<T, N> block(const xt::xtensor<T, N>& a, const std::array<std::size_t, N>& offsets,
+                        const std::array<std::size_t, N>& shape) {
+  xt::xstrided_slice_vector ranges;
+  for (std::size_t i = 0; i < N; ++i)
+    ranges.push_back(xt::range(offsets[i], offsets[i] + shape[i]));
+  return xt::strided_view(a, ranges);
 }
 
 }  // namespace meshpp_test

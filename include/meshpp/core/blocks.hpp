@@ -9,6 +9,7 @@
 #include <array>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 
 namespace meshpp::detail {
 
@@ -50,5 +51,26 @@ std::size_t element_count(const std::array<std::size_t, N>& shape) {
   for (std::size_t e : shape) n *= e;
   return n;
 }
+
+/// Scratch memory for data about to be overwritten whole (packed blocks, received blocks):
+/// unlike std::vector it does not zero what it allocates, which would be one more pass over
+/// memory on every collective.
+template <class T>
+class scratch {
+ public:
+  scratch() = default;
+  explicit scratch(std::size_t n) : data_(n ? new T[n] : nullptr), size_(n) {}
+  void resize(std::size_t n) {
+    if (n > size_) data_.reset(new T[n]);
+    size_ = n;
+  }
+  T* data() { return data_.get(); }
+  const T* data() const { return data_.get(); }
+  std::size_t size() const { return size_; }
+
+ private:
+  std::unique_ptr<T[]> data_;
+  std::size_t size_ = 0;
+};
 
 }  // namespace meshpp::detail

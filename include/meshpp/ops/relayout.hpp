@@ -109,13 +109,6 @@ constexpr relayout_plan<K> plan_relayout(std::array<int, K> cur, const std::arra
   return plan;
 }
 
-/// A local slice in flight between relayout steps.
-template <class T, std::size_t N>
-struct moving_slice {
-  std::vector<T> data;
-  std::array<std::size_t, N> extent;
-};
-
 // run_on_axis<Mesh>(m, f): f(MeshDim*) for the mesh dim with axis index m
 template <class Mesh, class F>
 void run_on_axis(int m, F&& f) {
@@ -125,55 +118,82 @@ void run_on_axis(int m, F&& f) {
   });
 }
 
+// outermost_v(ext, d): every dim before d has extent 1, so blocks along d are contiguous
+template <std::size_t N>
+bool outermost(const std::array<std::size_t, N>& ext, int d) {
+  for (int i = 0; i < d; ++i) {
+    if (ext[static_cast<std::size_t>(i)] != 1) return false;
+  }
+  return true;
+}
+
+// The local extents after step s.
+template <class Mesh, std::size_t N>
+std::array<std::size_t, N> extent_after(const Mesh& mesh, const relayout_step& s,
+                                        std::array<std::size_t, N> ext) {
+  run_on_axis<Mesh>(s.mesh_dim, [&]<class M>(M*) {
+    const std::size_t p = static_cast<std::size_t>(mesh.template size<M>());
+    if (s.arriving >= 0) ext[static_cast<std::size_t>(s.arriving)] /= p;
+    if (s.leaving >= 0) ext[static_cast<std::size_t>(s.leaving)] *= p;
+  });
+  return ext;
+}
+
+// apply_step(mesh, s, src, src_ext, dst): one step, from src (extents src_ext) into dst
+// (extents extent_after(s, src_ext)). Blocks that are contiguous already go to and from MPI
+// in place; only the others are packed or unpacked (one copy).
 template <class Mesh, class T, std::size_t N>
-void apply_step(const Mesh& mesh, const relayout_step& s, moving_slice<T, N>& x) {
+void apply_step(const Mesh& mesh, const relayout_step& s, const T* src,
+                const std::array<std::size_t, N>& ext, T* dst) {
   run_on_axis<Mesh>(s.mesh_dim, [&]<class M>(M*) {
     const std::size_t p = static_cast<std::size_t>(mesh.template size<M>());
     const std::size_t c = static_cast<std::size_t>(mesh.template coordinate<M>());
     const std::array<std::size_t, N> zero{};
+    const auto out_ext = extent_after(mesh, s, ext);
+    const std::size_t count = element_count(ext);
+    auto at = [&](int d, std::size_t i) {
+      auto a = zero;
+      a[static_cast<std::size_t>(d)] = i;
+      return a;
+    };
     if (s.kind == relayout_step_kind::slice) {
       // [b] |-> [b/m]   keep this rank's stripe of b
-      auto out_ext = x.extent;
-      out_ext[s.arriving] /= p;
-      auto at = zero;
-      at[s.arriving] = c * out_ext[s.arriving];
-      std::vector<T> out(element_count(out_ext));
-      copy_box(x.data.data(), x.extent, at, out.data(), out_ext, zero, out_ext);
-      x = {std::move(out), out_ext};
+      copy_box(src, ext, at(s.arriving, c * out_ext[s.arriving]), dst, out_ext, zero, out_ext);
     } else if (s.kind == relayout_step_kind::allgather) {
       // [a/m] |-> [a]   gather the stripes of a, in coordinate order
-      std::vector<T> blocks(x.data.size() * p);
-      allgather<over<M>>::run(mesh, std::span<const T>(x.data), std::span<T>(blocks));
-      auto out_ext = x.extent;
-      out_ext[s.leaving] *= p;
-      std::vector<T> out(element_count(out_ext));
-      for (std::size_t j = 0; j < p; ++j) {
-        auto at = zero;
-        at[s.leaving] = j * x.extent[s.leaving];
-        copy_box(blocks.data() + j * x.data.size(), x.extent, zero, out.data(), out_ext, at,
-                 x.extent);
+      const bool in_place = outermost(out_ext, s.leaving);
+      scratch<T> blocks(in_place ? 0 : count * p);
+      T* gathered = in_place ? dst : blocks.data();
+      allgather<over<M>>::run(mesh, std::span<const T>(src, count), std::span<T>(gathered, count * p));
+      if (!in_place) {
+        for (std::size_t j = 0; j < p; ++j) {
+          copy_box(blocks.data() + j * count, ext, zero, dst, out_ext,
+                   at(s.leaving, j * ext[s.leaving]), ext);
+        }
       }
-      x = {std::move(out), out_ext};
     } else {
       // [a/m, b] |-> [a, b/m]   block j of b to member j; member j's stripe of a back
-      auto chunk = x.extent;
+      auto chunk = ext;
       chunk[s.arriving] /= p;
       const std::size_t chunk_size = element_count(chunk);
-      std::vector<T> send(x.data.size()), recv(x.data.size());
-      for (std::size_t j = 0; j < p; ++j) {
-        auto at = zero;
-        at[s.arriving] = j * chunk[s.arriving];
-        copy_box(x.data.data(), x.extent, at, send.data() + j * chunk_size, chunk, zero, chunk);
+      const bool send_in_place = outermost(ext, s.arriving);
+      const bool recv_in_place = outermost(out_ext, s.leaving);
+      scratch<T> packed(send_in_place ? 0 : count), received(recv_in_place ? 0 : count);
+      if (!send_in_place) {
+        for (std::size_t j = 0; j < p; ++j) {
+          copy_box(src, ext, at(s.arriving, j * chunk[s.arriving]), packed.data() + j * chunk_size,
+                   chunk, zero, chunk);
+        }
       }
-      alltoall<over<M>>::run(mesh, std::span<const T>(send), std::span<T>(recv));
-      auto out_ext = chunk;
-      out_ext[s.leaving] *= p;
-      for (std::size_t j = 0; j < p; ++j) {
-        auto at = zero;
-        at[s.leaving] = j * chunk[s.leaving];
-        copy_box(recv.data() + j * chunk_size, chunk, zero, send.data(), out_ext, at, chunk);
+      T* into = recv_in_place ? dst : received.data();
+      alltoall<over<M>>::run(mesh, std::span<const T>(send_in_place ? src : packed.data(), count),
+                             std::span<T>(into, count));
+      if (!recv_in_place) {
+        for (std::size_t j = 0; j < p; ++j) {
+          copy_box(received.data() + j * chunk_size, chunk, zero, dst, out_ext,
+                   at(s.leaving, j * chunk[s.leaving]), chunk);
+        }
       }
-      x = {std::move(send), out_ext};
     }
   });
 }
@@ -206,11 +226,23 @@ auto relayout(const Tensor& t) {
     constexpr auto plan = detail::plan_relayout(
         detail::assignment<S, typename Tensor::layout_type, axes>(),
         detail::assignment<S, to_layout, axes>());
-    detail::moving_slice<T, S::rank> x{
-        std::vector<T>(t.local().data(), t.local().data() + t.local().size()), t.local_shape()};
-    for (std::size_t i = 0; i < plan.count; ++i) detail::apply_step(t.mesh(), plan.steps[i], x);
+    // Steps run from buffer to buffer; the last writes straight into the result.
     result_t out(t.mesh(), t.sizes(), result_t::uninitialized);
-    std::copy(x.data.begin(), x.data.end(), out.local().data());
+    detail::scratch<T> current, next;
+    const T* src = t.local().data();
+    auto ext = t.local_shape();
+    for (std::size_t i = 0; i < plan.count; ++i) {
+      const auto out_ext = detail::extent_after(t.mesh(), plan.steps[i], ext);
+      T* dst = out.local().data();
+      if (i + 1 < plan.count) {
+        next.resize(detail::element_count(out_ext));
+        dst = next.data();
+      }
+      detail::apply_step(t.mesh(), plan.steps[i], src, ext, dst);
+      std::swap(current, next);  // scratch: no zeroing, no copying
+      src = current.data();
+      ext = out_ext;
+    }
     return out;
   }
 }

@@ -107,7 +107,7 @@ void remap_along(const Tensor& t, long delta, bool wrap, OutRange&& out_range,
       send_total += static_cast<std::size_t>(send_counts[q]);
       recv_total += static_cast<std::size_t>(recv_counts[q]);
     }
-    std::vector<T> send(send_total), recv(recv_total);
+    scratch<T> send(send_total), recv(recv_total);
     std::size_t pos = 0;
     for (int q = 0; q < p; ++q) {
       for (const auto& pc : to[q]) {
@@ -116,8 +116,9 @@ void remap_along(const Tensor& t, long delta, bool wrap, OutRange&& out_range,
         pos += static_cast<std::size_t>(pc.len) * inner;
       }
     }
-    permute<over<M>>::run(t.mesh(), std::span<const T>(send), std::span<const int>(send_counts),
-                          std::span<T>(recv), std::span<const int>(recv_counts));
+    permute<over<M>>::run(t.mesh(), std::span<const T>(send.data(), send.size()),
+                          std::span<const int>(send_counts), std::span<T>(recv.data(), recv.size()),
+                          std::span<const int>(recv_counts));
     pos = 0;
     for (int q = 0; q < p; ++q) {
       for (const auto& pc : from[q]) {

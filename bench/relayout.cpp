@@ -1,0 +1,51 @@
+// relayout: an activation [batch, d_model] switched between data parallelism (batch:all) and
+// model parallelism (d_model:all), as GSPMD-style models do between layers, against a raw
+// MPI_Alltoall of the same bytes (without the packing and unpacking relayout must do to put
+// every block where its layout says).
+#include <meshpp/meshpp.hpp>
+
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+#include "bench.hpp"
+
+namespace mp = meshpp;
+MESHPP_DIM(batch);
+MESHPP_DIM(d_model);
+MESHPP_DIM(all);
+
+using mesh_t = mp::mesh<mp::axes<all>, mp::layout<mp::split<batch, all>>>;
+using data_parallel = mp::layout<mp::split<batch, all>>;
+using model_parallel = mp::layout<mp::split<d_model, all>>;
+
+int main(int argc, char** argv) {
+  mp::environment env(argc, argv);
+  const int n = boost::mpi::communicator().size();
+  mesh_t mesh({n});
+  for (std::size_t rows : {256, 1024, 4096}) {
+    const auto sizes = mp::extents{batch{} = rows, d_model{} = 1024};
+    const auto dp = mp::random_normal<float, batch, d_model>(mesh, sizes, 1);
+    const auto mp_copy = mp::relayout<model_parallel>(dp);
+    if (!(mp::gather(mp_copy) == mp::gather(dp))) throw mp::error("relayout bench: results differ");
+    std::vector<float> send(dp.local().size()), recv(send.size());
+    const int block = static_cast<int>(send.size()) / n;
+    const std::string name = "[batch " + std::to_string(rows) + ", d_model 1024] float";
+    const auto to_model = bench::compare(
+        mesh.world(), [&] { auto t = mp::relayout<model_parallel>(dp); },
+        [&] {
+          MPI_Alltoall(send.data(), block, MPI_FLOAT, recv.data(), block, MPI_FLOAT, MPI_COMM_WORLD);
+        });
+    bench::print(mesh.world(), "relayout", "batch:all -> d_model:all " + name, "MPI_Alltoall",
+                 to_model);
+    const auto to_data = bench::compare(
+        mesh.world(), [&] { auto t = mp::relayout<data_parallel>(mp_copy); },
+        [&] {
+          MPI_Alltoall(send.data(), block, MPI_FLOAT, recv.data(), block, MPI_FLOAT, MPI_COMM_WORLD);
+        });
+    bench::print(mesh.world(), "relayout", "d_model:all -> batch:all " + name, "MPI_Alltoall",
+                 to_data);
+  }
+  return 0;
+}
