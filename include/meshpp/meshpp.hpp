@@ -24,6 +24,7 @@
 #include "meshpp/expr/functions.hpp"
 
 #include "meshpp/ops/einsum.hpp"
+#include "meshpp/ops/embedding.hpp"
 #include "meshpp/ops/reduce.hpp"
 #include "meshpp/ops/relayout.hpp"
 #include "meshpp/ops/reshape.hpp"

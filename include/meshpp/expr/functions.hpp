@@ -192,11 +192,26 @@ auto operator-(A&& a) {
   return make_function(fn::negate{}, std::forward<A>(a));
 }
 
+namespace detail {
+// where_scalar_t<A, B>: the type where()'s scalar branches take: that of the first of a, b
+// that is an expression; when both are scalars, their common type (not the condition's
+// bool, which would turn where(c, 1.0, -1.0) into where(c, true, true)).
+template <class A, class B>
+struct where_scalar {
+  using type = scalar_type_t<A, B>;
+};
+template <class A, class B>
+  requires(!is_expression_v<A> && !is_expression_v<B>)
+struct where_scalar<A, B> {
+  using type = std::common_type_t<std::remove_cvref_t<A>, std::remove_cvref_t<B>>;
+};
+}  // namespace detail
+
 // where(cond, a, b): a where cond holds, b elsewhere
 template <class C, class A, class B>
   requires is_expression_v<C> && operand<A> && operand<B>
 auto where(C&& c, A&& a, B&& b) {
-  using scalar = detail::scalar_type_t<A, B, C>;
+  using scalar = typename detail::where_scalar<A, B>::type;
   return function_expr<fn::where, decltype(detail::as_operand<bool>(std::forward<C>(c))),
                        decltype(detail::as_operand<scalar>(std::forward<A>(a))),
                        decltype(detail::as_operand<scalar>(std::forward<B>(b)))>(

@@ -34,6 +34,8 @@
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/expression.hpp"
 #include "meshpp/ops/reduce.hpp"
+#include "meshpp/ops/relayout.hpp"
+#include "meshpp/core/blocks.hpp"
 
 namespace meshpp {
 
@@ -193,8 +195,83 @@ void copy_permuted(const T* src, const std::array<std::size_t, From::rank>& from
   });
 }
 
-// einsum2<Out>(a, b): the work of einsum<Out>(a, b), once the checks there have passed
-template <class Out, class A, class B>
+// einsum_sizes<Out>(a, b): the output's sizes, each from the input that has the dim
+template <class Out, class XA, class XB>
+auto einsum_sizes(const XA& a, const XB& b) {
+  return [&]<class... Dims>(shape<Dims...>*) {
+    auto size = [&]<class D>(D*) {
+      if constexpr (contains_v<typename XA::shape_type, D>) return a.template size<D>();
+      else return b.template size<D>();
+    };
+    return extents<Dims...>{dim_extent<Dims>{size(static_cast<Dims*>(nullptr))}...};
+  }(static_cast<Out*>(nullptr));
+}
+
+// scatter_plan: for einsum<Out, OutRules>, the output dims that are whole in the natural
+// result but requested split over a mesh dim the summed dims are split over: those get a
+// reduce_scatter over that mesh dim instead of an allreduce and a slice.
+template <class Out, class Natural, class Requested, class Summed>
+struct scatter_plan {
+  template <class D>
+  static constexpr bool scattered = [] {
+    if constexpr (is_split_in_v<Natural, D> || !is_split_in_v<Requested, D>) return false;
+    else return contains_v<Summed, mesh_dim_of_t<Requested, D>>;
+  }();
+  template <class D>
+  using rule = std::conditional_t<scattered<D>, layout<split<D, mesh_dim_of_t<Requested, D>>>, layout<>>;
+  using rules = decltype([]<class... Dims>(shape<Dims...>*) {
+    return (layout<>{} + ... + rule<Dims>{});
+  }(static_cast<Out*>(nullptr)));
+  using allreduced = shape_difference_t<Summed, split_mesh_dims_t<rules, Out>>;
+};
+
+// reduce_scatter_along<Rule>(x): [d, ...] partial sums over m |-> [d/m, ...] complete sums,
+// Rule = split<d, m>: one reduce_scatter over m, block j of d to member j.
+template <class Rule, class X>
+auto reduce_scatter_along(const X& x) {
+  using T = typename X::value_type;
+  using S = typename X::shape_type;
+  using d = typename Rule::tensor_dim;
+  using m = typename Rule::mesh_dim;
+  using Y = tensor<T, S, layout_for_t<layout_merge_t<typename X::layout_type, layout<Rule>>, S>,
+                   typename X::mesh_type>;
+  Y y(x.mesh(), x.sizes(), Y::uninitialized);
+  const auto ext = x.local_shape();
+  constexpr std::size_t ax = index_of_v<S, d>;
+  const std::size_t p = static_cast<std::size_t>(x.mesh().template size<m>());
+  auto chunk = ext;
+  chunk[ax] /= p;
+  const std::size_t count = x.local().size(), chunk_size = count / p;
+  scratch<T> packed;
+  const T* in = x.local().data();
+  bool contiguous = true;
+  for (std::size_t i = 0; i < ax; ++i) contiguous = contiguous && ext[i] == 1;
+  if (!contiguous) {  // blocks of d are strided: pack them one after another
+    packed.resize(count);
+    std::array<std::size_t, S::rank> zero{}, at{};
+    for (std::size_t j = 0; j < p; ++j) {
+      at[ax] = j * chunk[ax];
+      copy_box(x.local().data(), ext, at, packed.data() + j * chunk_size, chunk, zero, chunk);
+    }
+    in = packed.data();
+  }
+  reduce_scatter<over<m>, op::sum>::run(x.mesh(), std::span<const T>(in, count),
+                                        std::span<T>(y.local().data(), chunk_size));
+  return y;
+}
+
+template <class X>
+auto reduce_scatter_all(X&& x, layout<>*) {
+  return std::forward<X>(x);
+}
+template <class X, class R, class... Rest>
+auto reduce_scatter_all(const X& x, layout<R, Rest...>*) {
+  return reduce_scatter_all(reduce_scatter_along<R>(x), static_cast<layout<Rest...>*>(nullptr));
+}
+
+// einsum2<Out, OutRules>(a, b): the work of einsum<Out>(a, b) (OutRules void) or
+// einsum<Out, OutRules>(a, b), once the checks there have passed
+template <class Out, class OutRules, class A, class B>
 auto einsum2(const A& a_in, const B& b_in) {
   const auto& a = as_expression(a_in);
   const auto& b = as_expression(b_in);
@@ -217,14 +294,7 @@ auto einsum2(const A& a_in, const B& b_in) {
   });
 
   using result_t = tensor<T, Out, typename plan::out_layout, Mesh>;
-  auto sizes_of = [&]<class... Dims>(shape<Dims...>*) {
-    auto size = [&]<class D>(D*) {
-      if constexpr (contains_v<SA, D>) return a.template size<D>();
-      else return b.template size<D>();
-    };
-    return extents<Dims...>{dim_extent<Dims>{size(static_cast<Dims*>(nullptr))}...};
-  };
-  result_t out(mesh, sizes_of(static_cast<Out*>(nullptr)), result_t::uninitialized);
+  result_t out(mesh, einsum_sizes<Out>(a, b), result_t::uninitialized);
 
   // Dims in one input only, not in the output: summed out locally first (partial sums when
   // split; the final allreduce completes them).
@@ -288,9 +358,17 @@ auto einsum2(const A& a_in, const B& b_in) {
   }
   mesh.counters().record_einsum(2ull * nb * m * n * k);
 
-  allreduce<over_t<typename plan::summed_mesh_dims>, op::sum>::run(
-      mesh, std::span(out.local().data(), out.local().size()));
-  return out;
+  if constexpr (std::is_void_v<OutRules>) {
+    allreduce<over_t<typename plan::summed_mesh_dims>, op::sum>::run(
+        mesh, std::span(out.local().data(), out.local().size()));
+    return out;
+  } else {
+    using requested = layout_for_t<OutRules, Out>;
+    using sp = scatter_plan<Out, typename plan::out_layout, requested, typename plan::summed_mesh_dims>;
+    allreduce<over_t<typename sp::allreduced>, op::sum>::run(
+        mesh, std::span(out.local().data(), out.local().size()));
+    return relayout<requested>(reduce_scatter_all(out, static_cast<typename sp::rules*>(nullptr)));
+  }
 }
 
 }  // namespace detail
@@ -318,7 +396,36 @@ auto einsum(const A& a, const B& b) {
   static_assert(offending::inputs_on_meshes_of_different_types<typename A::mesh_type,
                                                                typename B::mesh_type>,
                 "meshpp::einsum<Out>(a, b): the inputs live on meshes of different types");
-  if constexpr (check::ok) return detail::einsum2<Out>(a, b);  // else: only the errors above
+  if constexpr (check::ok) return detail::einsum2<Out, void>(a, b);  // else: only the errors above
+}
+
+// einsum<Out, OutRules>(a, b): the same, laid out by OutRules (restricted to Out). An output
+// dim requested split over a mesh dim that the summed dims are split over gets one
+// reduce_scatter over it (each rank receives only its stripe of the sums: half the bytes of
+// an allreduce) instead of an allreduce and a local slice; any other difference from the
+// natural layout is a relayout (relayout.hpp).
+//   [b/rows, h] x [h, io/cols]... einsum<shape<b, io>, layout<split<b, rows>, split<io, cols>>>
+template <class Out, class OutRules, class A, class B>
+  requires is_shape_v<Out> && is_layout_v<OutRules> && is_expression_v<A> && is_expression_v<B>
+auto einsum(const A& a, const B& b) {
+  using check = detail::einsum_check<Out, A, B>;
+  using requested = layout_for_t<OutRules, Out>;
+  static_assert(check::ok, "meshpp::einsum<Out, OutRules>(a, b): einsum<Out>(a, b) is not legal "
+                           "(compile einsum<Out>(a, b) for the reason)");
+  static_assert(offending::result_has_two_dims_on_one_mesh_dim<
+                    typename detail::mesh_dim_clash<requested>::first,
+                    typename detail::mesh_dim_clash<requested>::second>,
+                "meshpp::einsum<Out, OutRules>(a, b): the requested output layout puts two dims "
+                "on one mesh dim");
+  if constexpr (check::ok) {
+    // The requested layout's sizes are checked first, on every rank, before any collective.
+    using final_t = tensor<std::common_type_t<typename A::value_type, typename B::value_type>,
+                           Out, requested, typename A::mesh_type>;
+    (void)final_t(*detail::as_expression(a).mesh_ptr(),
+                  detail::einsum_sizes<Out>(detail::as_expression(a), detail::as_expression(b)),
+                  final_t::uninitialized);
+    return detail::einsum2<Out, OutRules>(a, b);
+  }
 }
 
 // einsum<Out>(a): a transposed to Out, with a's other dims summed out (reduce_sum<Out>)

@@ -255,8 +255,15 @@ auto reduce_mean(const E& e) {
       count *= static_cast<double>(x.template size<dim_at_t<reduced, i.value>>());
     });
     using T = typename decltype(out)::value_type;
-    const T scale = static_cast<T>(1.0 / count);
-    for (auto& v : out.local()) v *= scale;
+    if constexpr (std::is_integral_v<T>) {
+      // integer division, truncating (as TensorFlow's reduce_mean of ints): a scale of
+      // static_cast<T>(1.0 / count) would be 0
+      const T divisor = static_cast<T>(count);
+      for (auto& v : out.local()) v /= divisor;
+    } else {
+      const T scale = static_cast<T>(1.0 / count);
+      for (auto& v : out.local()) v *= scale;
+    }
     return out;
   }
 }
