@@ -168,6 +168,8 @@ void evaluate_into(const E& e, const frame<O>& fr, T* out) {
 }  // namespace detail
 
 namespace offending {
+template <class DestMesh, class ExprMesh>
+inline constexpr bool destination_on_another_mesh_type = false;
 template <class DestShape, class ExprShape>
 inline constexpr bool destination_has_another_dim_set = false;
 template <class ExprRule, class DestLayout>
@@ -187,6 +189,11 @@ void assign_expression(Dest& dest, const E& expression) {
   static_assert(same_dims_v<S, ES> || offending::destination_has_another_dim_set<S, ES>,
                 "meshpp::assign_expression(dest, e) (dest = e): dest and e have different sets "
                 "of dims");
+  static_assert(std::is_same_v<typename Dest::mesh_type, typename E::mesh_type> ||
+                    offending::destination_on_another_mesh_type<typename Dest::mesh_type,
+                                                                typename E::mesh_type>,
+                "meshpp::assign_expression(dest, e) (dest = e): dest and e live on meshes of "
+                "different types");
   // If this fails, e splits a dim that dest holds whole or splits over another mesh dim:
   // filling dest needs communication. The condition names e's rule and dest's layout.
   static_assert(offending::expression_rule_the_destination_lacks<
@@ -195,7 +202,12 @@ void assign_expression(Dest& dest, const E& expression) {
                     typename Dest::layout_type>,
                 "meshpp::assign_expression(dest, e) (dest = e): e splits a dim that dest does not "
                 "split the same way; that needs communication: relayout explicitly");
-  if constexpr (same_dims_v<S, typename E::shape_type>) {
+  if constexpr (same_dims_v<S, typename E::shape_type> &&
+                std::is_same_v<typename Dest::mesh_type, typename E::mesh_type>) {
+    if (!(dest.mesh() == *e.mesh_ptr())) {
+      throw error("meshpp::assign_expression(dest, e) (dest = e): dest and e live on different "
+                  "meshes");
+    }
     detail::for_each_index<S::rank>([&](auto i) {
       using d = dim_at_t<S, i.value>;
       if (dest.template extent<d>() != e.template size<d>()) {
