@@ -79,19 +79,6 @@ auto extents_of(const E& e) {
   }(static_cast<Out*>(nullptr));
 }
 
-/// The accumulating side of a reduction: the output slice, read and written along rows of
-/// the operand's order; invariant along a reduced inner dim, contiguous or strided otherwise.
-template <class T, std::size_t N, access A>
-struct accumulate_cursor {
-  T* ptr;
-  std::array<std::ptrdiff_t, N> stride;
-  void step(std::size_t d) { ptr += stride[d]; }
-  void unstep(std::size_t d, std::size_t n) { ptr -= stride[d] * static_cast<std::ptrdiff_t>(n); }
-  template <class F>
-  void visit_strides(F&& f) {
-    f(stride);
-  }
-};
 
 // reduce_local<Op, Out>(e, mesh): the local part of a reduction of e to the dims Out, in a
 // tensor laid out like e on Out's dims (not yet combined across ranks).
@@ -109,7 +96,9 @@ auto reduce_local(const E& e) {
   constexpr std::size_t n = S::rank;
   const frame<S> fr = local_frame<S, typename E::layout_type>(m, e);
   auto source = e.cursor(fr);
-  accumulate_cursor<T, n, access_of<Out, S>()> acc{out.local().data(), {}};
+  // the accumulating side: the output slice, read and written along rows of e's order;
+  // invariant along a reduced inner dim, contiguous or strided otherwise
+  dest_cursor<T, n> acc{out.local().data(), {}};
   const auto out_strides = row_major_strides<Out::rank>(out.local().shape());
   for_each_index<n>([&](auto i) {
     using d = dim_at_t<S, i.value>;
@@ -185,66 +174,39 @@ auto reduce(const E& e) {
 // Each reduce_x checks the dims it is given here, at the call, so a misnamed dim is reported
 // in the user's terms; the conditions name the dim and x's shape.
 
-// reduce_sum<Dims...>(e), reduce_sum<shape<Out...>>(e), reduce_sum(e)
-template <class... Ts, class E>
-  requires is_expression_v<E>
-auto reduce_sum(const E& e) {
-  using S = typename E::shape_type;
-  using names = detail::reduce_output<S, Ts...>;
-  static_assert(offending::reduced_dim_not_in_operand<typename names::unknown_reduced_dim, S>,
-                "meshpp::reduce_sum<Dims...>(x): x has no dim of that name to reduce");
-  static_assert(offending::output_dim_not_in_operand<typename names::unknown_output_dim, S>,
-                "meshpp::reduce_sum<shape<Out...>>(x): the output shape names a dim x does not "
-                "have");
-  if constexpr (detail::reduce_names_known_dims_v<S, Ts...>) {
-    return detail::reduce<op::sum, std::remove_cvref_t<decltype(detail::as_expression(e))>,
-                          Ts...>(detail::as_expression(e));
+// The checks of reduce_x<Ts...>(e), with the function's own name in the messages.
+#define MESHPP_REDUCE_CHECKS(NAME)                                                              \
+  using S = typename E::shape_type;                                                             \
+  using names = detail::reduce_output<S, Ts...>;                                                \
+  static_assert(offending::reduced_dim_not_in_operand<typename names::unknown_reduced_dim, S>, \
+                "meshpp::" #NAME "<Dims...>(x): x has no dim of that name to reduce");          \
+  static_assert(offending::output_dim_not_in_operand<typename names::unknown_output_dim, S>,   \
+                "meshpp::" #NAME "<shape<Out...>>(x): the output shape names a dim x does not " \
+                "have")
+
+// reduce_sum<Dims...>(e), reduce_sum<shape<Out...>>(e), reduce_sum(e); likewise reduce_max
+// and reduce_min
+#define MESHPP_REDUCTION(NAME, OP)                                                   \
+  template <class... Ts, class E>                                                    \
+    requires is_expression_v<E>                                                      \
+  auto NAME(const E& e) {                                                            \
+    MESHPP_REDUCE_CHECKS(NAME);                                                      \
+    if constexpr (detail::reduce_names_known_dims_v<S, Ts...>) {                     \
+      return detail::reduce<OP, std::remove_cvref_t<decltype(detail::as_expression(e))>, \
+                            Ts...>(detail::as_expression(e));                        \
+    }                                                                                \
   }
-}
-// reduce_max<Dims...>(e), reduce_max<shape<Out...>>(e), reduce_max(e)
-template <class... Ts, class E>
-  requires is_expression_v<E>
-auto reduce_max(const E& e) {
-  using S = typename E::shape_type;
-  using names = detail::reduce_output<S, Ts...>;
-  static_assert(offending::reduced_dim_not_in_operand<typename names::unknown_reduced_dim, S>,
-                "meshpp::reduce_max<Dims...>(x): x has no dim of that name to reduce");
-  static_assert(offending::output_dim_not_in_operand<typename names::unknown_output_dim, S>,
-                "meshpp::reduce_max<shape<Out...>>(x): the output shape names a dim x does not "
-                "have");
-  if constexpr (detail::reduce_names_known_dims_v<S, Ts...>) {
-    return detail::reduce<op::max, std::remove_cvref_t<decltype(detail::as_expression(e))>,
-                          Ts...>(detail::as_expression(e));
-  }
-}
-// reduce_min<Dims...>(e), reduce_min<shape<Out...>>(e), reduce_min(e)
-template <class... Ts, class E>
-  requires is_expression_v<E>
-auto reduce_min(const E& e) {
-  using S = typename E::shape_type;
-  using names = detail::reduce_output<S, Ts...>;
-  static_assert(offending::reduced_dim_not_in_operand<typename names::unknown_reduced_dim, S>,
-                "meshpp::reduce_min<Dims...>(x): x has no dim of that name to reduce");
-  static_assert(offending::output_dim_not_in_operand<typename names::unknown_output_dim, S>,
-                "meshpp::reduce_min<shape<Out...>>(x): the output shape names a dim x does not "
-                "have");
-  if constexpr (detail::reduce_names_known_dims_v<S, Ts...>) {
-    return detail::reduce<op::min, std::remove_cvref_t<decltype(detail::as_expression(e))>,
-                          Ts...>(detail::as_expression(e));
-  }
-}
+MESHPP_REDUCTION(reduce_sum, op::sum)
+MESHPP_REDUCTION(reduce_max, op::max)
+MESHPP_REDUCTION(reduce_min, op::min)
+#undef MESHPP_REDUCTION
+
 // reduce_mean<Dims...>(e), reduce_mean<shape<Out...>>(e), reduce_mean(e): the sum divided
 // by the number of elements reduced (global sizes)
 template <class... Ts, class E>
   requires is_expression_v<E>
 auto reduce_mean(const E& e) {
-  using S = typename E::shape_type;
-  using names = detail::reduce_output<S, Ts...>;
-  static_assert(offending::reduced_dim_not_in_operand<typename names::unknown_reduced_dim, S>,
-                "meshpp::reduce_mean<Dims...>(x): x has no dim of that name to reduce");
-  static_assert(offending::output_dim_not_in_operand<typename names::unknown_output_dim, S>,
-                "meshpp::reduce_mean<shape<Out...>>(x): the output shape names a dim x does not "
-                "have");
+  MESHPP_REDUCE_CHECKS(reduce_mean);
   if constexpr (detail::reduce_names_known_dims_v<S, Ts...>) {
     const auto& x = detail::as_expression(e);
     using X = std::remove_cvref_t<decltype(x)>;
@@ -267,5 +229,7 @@ auto reduce_mean(const E& e) {
     return out;
   }
 }
+
+#undef MESHPP_REDUCE_CHECKS
 
 }  // namespace meshpp

@@ -19,6 +19,7 @@
 #include <xtensor/xtensor.hpp>
 
 #include "meshpp/comm/agree.hpp"
+#include "meshpp/core/blocks.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/tensor.hpp"
@@ -27,36 +28,6 @@
 namespace meshpp {
 
 namespace detail {
-// Copies a row-major block of shape `block` into `dst` (row-major, shape `dst_shape`) at
-// `offsets` (to_global) or the reverse (from_global), one contiguous last-dim row at a time.
-template <class T, std::size_t N>
-void copy_block(T* block_data, const std::array<std::size_t, N>& block, T* dst,
-                const std::array<std::size_t, N>& dst_shape,
-                const std::array<std::size_t, N>& offsets, bool to_global) {
-  if constexpr (N == 0) {
-    if (to_global) *dst = *block_data;
-    else *block_data = *dst;
-  } else {
-    std::size_t rows = 1;
-    for (std::size_t i = 0; i + 1 < N; ++i) rows *= block[i];
-    const std::size_t row_len = block[N - 1];
-    if (row_len == 0) return;
-    std::array<std::size_t, N> idx{};
-    for (std::size_t r = 0; r < rows; ++r) {
-      std::size_t at = 0;
-      for (std::size_t i = 0; i < N; ++i) at = at * dst_shape[i] + offsets[i] + idx[i];
-      T* global_row = dst + at;
-      T* block_row = block_data + r * row_len;
-      if (to_global) std::memcpy(global_row, block_row, row_len * sizeof(T));
-      else std::memcpy(block_row, global_row, row_len * sizeof(T));
-      for (std::size_t i = N - 1; i-- > 0;) {
-        if (++idx[i] < block[i]) break;
-        idx[i] = 0;
-      }
-    }
-  }
-}
-
 // Offsets of the slice held by the rank at mesh coordinates `coords`.
 template <class Tensor>
 typename Tensor::index_type offsets_at(const Tensor& t,
@@ -110,8 +81,8 @@ Tensor scatter(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
   }
   agree_or_throw(m.world(), problem);
   const xt::xtensor<T, n> whole = global;  // evaluates expressions; contiguous row-major
-  detail::copy_block(t.local().data(), t.local_shape(), const_cast<T*>(whole.data()),
-                     t.global_shape(), t.local_offsets(), /*to_global=*/false);
+  detail::copy_box(whole.data(), t.global_shape(), t.local_offsets(), t.local().data(),
+                   t.local_shape(), {}, t.local_shape());
   return t;
 }
 // scatter<Dims...>(mesh, sizes, global): laid out by the mesh's rules; T from `global`
@@ -151,9 +122,9 @@ xt::xtensor<typename Tensor::value_type, Tensor::rank> gather(const Tensor& t) {
         rest /= m.sizes()[i];
       }
     }
-    detail::copy_block(blocks.data() + static_cast<std::size_t>(j) * count, t.local_shape(),
-                       whole.data(), t.global_shape(), detail::offsets_at(t, coords),
-                       /*to_global=*/true);
+    detail::copy_box(blocks.data() + static_cast<std::size_t>(j) * count, t.local_shape(), {},
+                     whole.data(), t.global_shape(), detail::offsets_at(t, coords),
+                     t.local_shape());
   }
   return whole;
 }
@@ -202,8 +173,8 @@ xt::xtensor<typename Tensor::value_type, Tensor::rank> gather(const Tensor& t, i
   xt::xtensor<T, Tensor::rank> whole(t.global_shape());
   for (int r = 0; r < m.size(); ++r) {
     if (!contributes(r)) continue;
-    detail::copy_block(blocks.data() + displs[r], t.local_shape(), whole.data(), t.global_shape(),
-                       detail::offsets_at(t, m.coordinates_of(r)), /*to_global=*/true);
+    detail::copy_box(blocks.data() + displs[r], t.local_shape(), {}, whole.data(),
+                     t.global_shape(), detail::offsets_at(t, m.coordinates_of(r)), t.local_shape());
   }
   return whole;
 }
