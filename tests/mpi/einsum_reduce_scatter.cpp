@@ -30,7 +30,8 @@ xt::xtensor<double, 2> reference(const X& x, const W& w) {
 template <class A>
 double max_diff(const A& got, const xt::xtensor<double, 2>& want) {
   double d = 0;
-  for (std::size_t e = 0; e < want.size(); ++e) d = std::max(d, std::abs(got.data()[e] - want.data()[e]));
+  for (std::size_t e = 0; e < want.size(); ++e)
+    d = std::max(d, std::abs(got.data()[e] - want.data()[e]));
   return d;
 }
 }  // namespace
@@ -56,9 +57,9 @@ TEST_CASE("reduce_scatter replaces allreduce-then-slice, with half the bytes") {
   // requested split: one reduce_scatter, nothing else
   for (int twice = 0; twice < 2; ++twice) {  // o (inner dim: blocks packed), then b (outermost)
     mesh.counters().reset();
-    const auto scattered = twice == 0
-        ? mp::gather(mp::einsum<mp::shape<b, o>, mp::layout<mp::split<o, all>>>(x, w))
-        : mp::gather(mp::einsum<mp::shape<b, o>, mp::layout<mp::split<b, all>>>(x, w));
+    const auto scattered =
+        twice == 0 ? mp::gather(mp::einsum<mp::shape<b, o>, mp::layout<mp::split<o, all>>>(x, w))
+                   : mp::gather(mp::einsum<mp::shape<b, o>, mp::layout<mp::split<b, all>>>(x, w));
     const auto rs = mesh.counters().at(mp::collective::reduce_scatter, mesh_t::mask_v<all>);
     CHECK(rs.calls == 1);
     CHECK(rs.values == 64);
@@ -78,7 +79,8 @@ TEST_CASE("only the mesh dims the output takes are scattered; the rest are allre
   const auto g = meshpp_test::grid2(meshpp_test::world().size());
   // h split over both mesh dims is impossible (one rule per dim): contract two dims instead
   MESHPP_DIM(h2);
-  using mesh_t = mp::mesh<mp::axes<rows, cols>, mp::layout<mp::split<h, rows>, mp::split<h2, cols>>>;
+  using mesh_t =
+      mp::mesh<mp::axes<rows, cols>, mp::layout<mp::split<h, rows>, mp::split<h2, cols>>>;
   mesh_t mesh(g);
   const auto sizes = mp::extents{b{} = 4, h{} = 4, h2{} = 4, o{} = 8};
   const auto x = mp::random_normal<double, b, h, h2>(mesh, sizes, 3);

@@ -21,6 +21,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -153,6 +154,11 @@ gemm_operand<T> prepare(const X& x, const Mesh& m) {
 template <class T>
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const T* a,
           std::size_t lda, const T* b, std::size_t ldb, T* c, std::size_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: zeros (BLAS would reject the leading dimension 0)
+    for (std::size_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T{});
+    return;
+  }
   const auto ta = trans_a ? CblasTrans : CblasNoTrans;
   const auto tb = trans_b ? CblasTrans : CblasNoTrans;
   const auto im = static_cast<blasint>(m), in = static_cast<blasint>(n),
@@ -199,7 +205,7 @@ void copy_permuted(const T* src, const std::array<std::size_t, From::rank>& from
 template <class Out, class XA, class XB>
 auto einsum_sizes(const XA& a, const XB& b) {
   return [&]<class... Dims>(shape<Dims...>*) {
-    auto size = [&]<class D>(D*) {
+    [[maybe_unused]] auto size = [&]<class D>(D*) {  // unused when Out is shape<> (a dot product)
       if constexpr (contains_v<typename XA::shape_type, D>) return a.template size<D>();
       else return b.template size<D>();
     };
