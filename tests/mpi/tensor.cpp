@@ -3,6 +3,7 @@
 // built from the communicator's size and every size below divides by 1, 2 and 4.
 #include <meshpp/core/create.hpp>
 #include <meshpp/core/tensor.hpp>
+#include <meshpp/expr/evaluate.hpp>  // tensor-to-tensor conversions
 #include <meshpp/ops/scatter_gather.hpp>
 
 #include <array>
@@ -271,4 +272,26 @@ TEST_CASE("a dim of size 0 makes an empty tensor that gathers to an empty array"
   const auto whole = mp::gather(t);
   CHECK(whole.shape()[0] == 0);
   CHECK(whole.shape()[1] == 3);
+}
+
+TEST_CASE("a tensor assigned to a tensor of another dim order or type transposes by name") {
+  using mesh_t = mp::mesh<mp::axes<all>, mp::layout<mp::split<a, all>>>;
+  const mesh_t mesh({world().size()});
+  const auto sizes = mp::extents{a{} = 4 * static_cast<std::size_t>(world().size()), b{} = 3};
+  const auto x = mp::random_normal<float, a, b>(mesh, sizes, 9);
+  mp::tensor_of<float, mp::shape<b, a>, mesh_t> t = x;  // construction
+  mp::tensor_of<double, mp::shape<b, a>, mesh_t> u(mesh, sizes);
+  u = x;  // assignment, converting the element type
+  const auto gx = mp::gather(x);
+  const auto gt = mp::gather(t);
+  const auto gu = mp::gather(u);
+  bool same = true;
+  for (std::size_t i = 0; i < gx.shape()[0]; ++i) {
+    for (std::size_t j = 0; j < 3; ++j) {
+      same = same && gt(j, i) == gx(i, j) && gu(j, i) == static_cast<double>(gx(i, j));
+    }
+  }
+  CHECK_ALL_RANKS(same);
+  CHECK(mesh.counters().total(mp::collective::alltoall).calls == 0);  // no communication
+  CHECK(mesh.counters().total(mp::collective::allgather).calls == 3);  // the three gathers
 }

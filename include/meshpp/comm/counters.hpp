@@ -8,7 +8,8 @@
 // "Values" are elements of this rank's slice handed to a collective (the paper's measure);
 // "bytes sent" are what a bandwidth-optimal algorithm sends from this rank for it:
 //   allreduce 2(p-1)/p·n·s, allgather (p-1)·n·s, reduce_scatter and alltoall (p-1)/p·n·s,
-//   broadcast n·s from the root, permute n·s (n values of s bytes, p ranks in the group).
+//   broadcast n·s from the root, permute n·s, gather to a root n·s (n values of s bytes, p
+//   ranks in the group).
 // A collective over mesh dims of size 1 is counted (its values are part of the op's
 // semantics, as in the paper's table) but sends nothing and makes no MPI call; an allreduce
 // over no mesh dims at all is not a collective and is not counted.
@@ -24,12 +25,12 @@
 
 namespace meshpp {
 
-enum class collective { allreduce, allgather, alltoall, reduce_scatter, broadcast, permute };
-inline constexpr std::size_t collective_kinds = 6;
+enum class collective { allreduce, allgather, alltoall, reduce_scatter, broadcast, permute, gather };
+inline constexpr std::size_t collective_kinds = 7;
 
 inline constexpr std::string_view collective_name(collective c) {
   constexpr std::array<std::string_view, collective_kinds> names{
-      "allreduce", "allgather", "alltoall", "reduce_scatter", "broadcast", "permute"};
+      "allreduce", "allgather", "alltoall", "reduce_scatter", "broadcast", "permute", "gather"};
   return names[static_cast<std::size_t>(c)];
 }
 

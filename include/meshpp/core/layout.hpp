@@ -205,6 +205,26 @@ struct layout_merge<layout<As...>, layout<Bs...>> {
 template <class A, class B>
 using layout_merge_t = typename detail::layout_merge<A, B>::type;
 
+// split_mesh_dims_t<Layout, S>: the mesh dims Layout splits S's dims over, as a shape
+namespace detail {
+// split_mesh_dims_t<Layout, S>: the mesh dims Layout splits S's dims over, as a shape
+template <class L, class S>
+struct split_mesh_dims;
+template <class L>
+struct split_mesh_dims<L, shape<>> {
+  using type = shape<>;
+};
+template <class L, class D, class... Rest>
+struct split_mesh_dims<L, shape<D, Rest...>> {
+  using rest = typename split_mesh_dims<L, shape<Rest...>>::type;
+  using type = std::conditional_t<is_split_in_v<L, D>,
+                                  shape_concat_t<shape<mesh_dim_of_t<L, D>>, rest>, rest>;
+};
+}  // namespace detail
+
+template <class L, class S>
+using split_mesh_dims_t = typename detail::split_mesh_dims<L, S>::type;
+
 // to_string(layout<...>{}) -> "batch:rows;hidden:cols" (the Mesh-TensorFlow spelling)
 template <class... Splits>
 std::string to_string(layout<Splits...>) {

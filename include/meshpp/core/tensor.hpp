@@ -28,6 +28,12 @@
 namespace meshpp {
 
 struct expression_node;  // expr/expression.hpp
+namespace detail {
+// Defined by expr/evaluate.hpp, which converting between tensors needs: without it, the
+// compiler reports this incomplete type, whose name says what to include.
+template <class T>
+struct include_meshpp_expr_evaluate_hpp;
+}  // namespace detail
 
 namespace offending {
 template <class Layout, class Shape>
@@ -127,6 +133,20 @@ class tensor {
   tensor(const E& e) : tensor(*e.mesh_ptr(), e.sizes(), uninitialized) {
     assign_expression(*this, e);
   }
+  /// A tensor of the same dims in another order or layout, copied and transposed by name
+  /// (only where that needs no communication: otherwise a compile error; use relayout).
+  template <class T2, class S2, class L2>
+    requires(!std::is_same_v<tensor<T2, S2, L2, Mesh>, tensor>)
+  tensor(const tensor<T2, S2, L2, Mesh>& other) : tensor(other.mesh(), other.sizes(), uninitialized) {
+    detail::include_meshpp_expr_evaluate_hpp<T2>::assign(*this, other);
+  }
+  template <class T2, class S2, class L2>
+    requires(!std::is_same_v<tensor<T2, S2, L2, Mesh>, tensor>)
+  tensor& operator=(const tensor<T2, S2, L2, Mesh>& other) {
+    detail::include_meshpp_expr_evaluate_hpp<T2>::assign(*this, other);
+    return *this;
+  }
+
   /// Assigns a named expression element by element (transposing by name).
   template <class E>
   requires std::is_base_of_v<expression_node, E> tensor& operator=(const E& e) {

@@ -237,4 +237,15 @@ tensor<T, S, L, M> eval(const tensor<T, S, L, M>& t) {
   return t;
 }
 
+namespace detail {
+// What core/tensor.hpp's conversions between tensors call (see its declaration there).
+template <class T>
+struct include_meshpp_expr_evaluate_hpp {
+  template <class Dest, class Source>
+  static void assign(Dest& dest, const Source& source) {
+    assign_expression(dest, source);
+  }
+};
+}  // namespace detail
+
 }  // namespace meshpp

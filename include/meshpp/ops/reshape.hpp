@@ -11,11 +11,15 @@
 //   [a/m, b] |-> [ab/m]   local: the outermost dim of a run keeps its split
 //   [a, b/m] |-> [ab/m]   relayout: allgather b over m, then slice (relayout.hpp)
 // so a reshape is: relayout to the splits that survive a local reinterpretation, reinterpret
-// locally (a copy of the slice), relayout to the output's rules. Sizes that do not multiply
-// out, or a split dim that would not divide, throw meshpp::error on every rank before any
+// locally (a copy of the slice), relayout to the output's rules. A split survives only when the
+// first new dim of its run divides by the mesh dim ([tokens/m] |-> [batch/m, seq] needs batch
+// divisible by m); when one would not, only the splits of kept dims survive and the others are
+// gathered first. Sizes that do not multiply out, or a dim of the result that the mesh's rules
+// split and its mesh dim does not divide, throw meshpp::error on every rank before any
 // communication.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <string>
@@ -133,7 +137,8 @@ struct layout_from {
   }(std::make_index_sequence<S::rank>{}));
 };
 
-template <class From, class To, class FromLayout, class AxesShape>
+// KeepRunSplits: false keeps only the splits of dims that both shapes have (always legal)
+template <class From, class To, class FromLayout, class AxesShape, bool KeepRunSplits = true>
 struct reshape_layouts {
   using g = reshape_groups<From, To>;
   static constexpr auto groups = g::value;
@@ -144,7 +149,10 @@ struct reshape_layouts {
     a.fill(-1);
     for (std::size_t m = 0; m < AxesShape::rank; ++m) {
       const int d = from[m];
-      if (d >= 0 && groups.old_first[d] && groups.new_count[groups.old_group[d]] > 0) a[d] = int(m);
+      if (d >= 0 && groups.old_first[d] && groups.new_count[groups.old_group[d]] > 0 &&
+          (KeepRunSplits || g::old_kept[d])) {
+        a[d] = int(m);
+      }
     }
     return a;
   }();
@@ -164,6 +172,40 @@ struct reshape_layouts {
   using after = typename layout_from<To, AxesShape, new_split>::type;      // new names
 };
 
+// split_problem<Layout, Shape>(mesh, sizes): why a tensor of Shape with these sizes cannot be
+// laid out by Layout on mesh (a split dim its mesh dim does not divide), or "" if it can
+template <class Layout, class Shape, class Mesh, std::size_t N>
+std::string split_problem(const Mesh& m, const std::array<std::size_t, N>& sizes) {
+  std::string problem;
+  [&]<class... Splits>(layout<Splits...>*) {
+    [[maybe_unused]] auto check = [&]<class D, class M>(D*, M*) {  // unused if no Splits
+      const std::size_t n = sizes[index_of_v<Shape, D>];
+      const std::size_t p = static_cast<std::size_t>(m.template size<M>());
+      if (problem.empty() && n % p != 0) {
+        append(problem, "dim '", D::name(), "' of size ", n, " is split over mesh dim '",
+               M::name(), "' of size ", p, ", and ", n, " is not divisible by ", p);
+      }
+    };
+    (check(static_cast<typename Splits::tensor_dim*>(nullptr),
+           static_cast<typename Splits::mesh_dim*>(nullptr)),
+     ...);
+  }(static_cast<Layout*>(nullptr));
+  return problem;
+}
+
+// reshape_through<Plan, To>(t, sizes): relayout to Plan::before, reinterpret locally as
+// Plan::after, relayout to the mesh's rules
+template <class Plan, class To, class Tensor, class Sizes>
+auto reshape_through(const Tensor& t, const Sizes& new_extents) {
+  using middle_t =
+      tensor<typename Tensor::value_type, To, typename Plan::after, typename Tensor::mesh_type>;
+  middle_t middle(t.mesh(), new_extents, middle_t::uninitialized);
+  const auto before = relayout<typename Plan::before>(t);
+  std::copy(before.local().data(), before.local().data() + before.local().size(),
+            middle.local().data());
+  return relayout<typename Tensor::mesh_type::rules>(middle);
+}
+
 template <class S, class Old, class New>
 struct renamed;
 template <class... Dims, class Old, class New>
@@ -182,7 +224,6 @@ auto reshape(const Tensor& t, const extents<E...>& sizes) {
   using From = typename Tensor::shape_type;
   using To = NewShape;
   using Mesh = typename Tensor::mesh_type;
-  using T = typename Tensor::value_type;
   using G = detail::reshape_groups<From, To>;
   static_assert(G::value.order_ok || offending::reshape_reorders_kept_dims<From, To>,
                 "meshpp::reshape<NewShape>(t): dims of both shapes must keep their order (a "
@@ -228,14 +269,23 @@ auto reshape(const Tensor& t, const extents<E...>& sizes) {
     return extents<Dims...>{dim_extent<Dims>{new_size[index_of_v<To, Dims>]}...};
   }(static_cast<To*>(nullptr));
 
-  // The slice right after the local reinterpretation (made first: its divisibility check
-  // throws on every rank before any communication).
-  tensor<T, To, typename plan::after, Mesh> middle(t.mesh(), new_extents,
-                                                   tensor<T, To, typename plan::after, Mesh>::uninitialized);
-  const auto before = relayout<typename plan::before>(t);
-  std::copy(before.local().data(), before.local().data() + before.local().size(),
-            middle.local().data());
-  return relayout<typename Mesh::rules>(middle);
+  // The result must divide by the mesh's rules: checked here, before anything moves (the
+  // relayouts below would find out only after the first had communicated).
+  const std::string problem =
+      detail::split_problem<layout_for_t<typename Mesh::rules, To>, To>(t.mesh(), new_size);
+  if (!problem.empty()) {
+    throw error("meshpp::reshape: " + to_string(From{}) + " -> " + to_string(To{}) +
+                ": the mesh's rules cannot lay out the result: " + problem);
+  }
+  // A split of a run survives the local reinterpretation only if the run's first new dim
+  // divides by the mesh dim; otherwise keep only the kept dims' splits (they always divide).
+  using fallback = detail::reshape_layouts<From, To, typename Tensor::layout_type, axes, false>;
+  if constexpr (!std::is_same_v<typename plan::after, typename fallback::after>) {
+    if (!detail::split_problem<typename plan::after, To>(t.mesh(), new_size).empty()) {
+      return detail::reshape_through<fallback, To>(t, new_extents);
+    }
+  }
+  return detail::reshape_through<plan, To>(t, new_extents);
 }
 
 // reshape<NewShape>(t): all sizes inferred (each run of new dims has one dim)

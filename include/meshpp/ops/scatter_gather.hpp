@@ -19,6 +19,7 @@
 #include <xtensor/xtensor.hpp>
 
 #include "meshpp/comm/agree.hpp"
+#include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/blocks.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
@@ -107,9 +108,13 @@ xt::xtensor<typename Tensor::value_type, Tensor::rank> gather(const Tensor& t) {
   // xt::uvector, not std::vector: std::vector<bool> has no data() (bool tensors come from
   // comparisons)
   xt::uvector<T> blocks(count * static_cast<std::size_t>(group.size()));
-  MPI_Allgather(t.local().data(), static_cast<int>(count), boost::mpi::get_mpi_datatype<T>(),
-                blocks.data(), static_cast<int>(count), boost::mpi::get_mpi_datatype<T>(),
-                group);
+  using split_dims = split_mesh_dims_t<typename Tensor::layout_type, typename Tensor::shape_type>;
+  if constexpr (split_dims::rank == 0) {  // held whole here: nothing to gather
+    std::copy(t.local().data(), t.local().data() + count, blocks.data());
+  } else {
+    allgather<over_t<split_dims>>::run(m, std::span<const T>(t.local().data(), count),
+                                       std::span<T>(blocks.data(), blocks.size()));
+  }
   // Member j of the group sits at this rank's coordinates with those along the split mesh
   // dims replaced by j's row-major digits.
   constexpr unsigned mask = Tensor::split_mask();
@@ -130,6 +135,7 @@ xt::xtensor<typename Tensor::value_type, Tensor::rank> gather(const Tensor& t) {
 }
 
 // gather(t, root): the whole tensor on rank `root` of the mesh; an empty array elsewhere.
+// Counted as `gather` over all mesh dims (values: what this rank contributes).
 // Collective over the mesh: a gatherv from the ranks whose slices together make up the
 // tensor (those that share root's coordinates along the mesh dims the tensor is not split
 // over). Throws meshpp::error on every rank if root is not a rank of the mesh.
@@ -166,7 +172,10 @@ xt::xtensor<typename Tensor::value_type, Tensor::rank> gather(const Tensor& t, i
     }
     blocks.resize(static_cast<std::size_t>(at));
   }
-  MPI_Gatherv(t.local().data(), contributes(m.rank()) ? static_cast<int>(count) : 0,
+  const std::size_t mine = contributes(m.rank()) ? count : 0;
+  m.counters().record(collective::gather, (1u << Tensor::mesh_type::ndims) - 1, mine,
+                      m.rank() == root ? 0 : mine * sizeof(T));
+  MPI_Gatherv(t.local().data(), static_cast<int>(mine),
               boost::mpi::get_mpi_datatype<T>(), blocks.data(), counts.data(), displs.data(),
               boost::mpi::get_mpi_datatype<T>(), root, m.world());
   if (!is_root) return xt::xtensor<T, Tensor::rank>{};

@@ -44,7 +44,7 @@ template <class Dim, class Tensor>
   requires is_tensor_v<Tensor>
 Tensor slice(const Tensor& t, std::size_t begin, std::size_t size) {
   detail::check_dim_of<Dim, Tensor>();
-  if (begin + size > t.template extent<Dim>()) {
+  if (begin > t.template extent<Dim>() || size > t.template extent<Dim>() - begin) {  // no wrap
     throw error("meshpp::slice<" + std::string(Dim::name()) + ">: [" + std::to_string(begin) +
                 ", " + std::to_string(begin + size) + ") is outside the dim of size " +
                 std::to_string(t.template extent<Dim>()));
@@ -103,11 +103,18 @@ std::vector<Tensor> split_along(const Tensor& t, const std::vector<std::size_t>&
                 std::to_string(total) + ", not the dim's size " +
                 std::to_string(t.template extent<Dim>()));
   }
+  // Every part is made (and its size checked against its mesh dim) before any part moves.
   std::vector<Tensor> parts;
-  std::size_t begin = 0;
+  parts.reserve(sizes.size());
   for (std::size_t s : sizes) {
-    parts.push_back(slice<Dim>(t, begin, s));
-    begin += s;
+    parts.emplace_back(t.mesh(), detail::with_size<Dim>(t.sizes(), s), Tensor::uninitialized);
+  }
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    detail::remap_along<Dim>(t, static_cast<long>(begin), false,
+                             detail::block_ranges<Dim>(parts[i]), parts[i].local().data(),
+                             parts[i].local_shape());
+    begin += sizes[i];
   }
   return parts;
 }
