@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
                         MPI_COMM_WORLD);
         });
     const std::string size = bytes >= (1u << 20) ? std::to_string(bytes >> 20) + " MiB"
-                                                  : std::to_string(bytes >> 10) + " KiB";
+                                                 : std::to_string(bytes >> 10) + " KiB";
     bench::print(mesh.world(), "allreduce", "sum float " + size, "MPI_Allreduce", t);
   }
   return 0;

@@ -63,10 +63,11 @@ times compare(const boost::mpi::communicator& comm, M&& meshpp, B&& baseline) {
 inline void print(const boost::mpi::communicator& comm, const std::string& bench,
                   const std::string& name, const std::string& baseline, const times& t) {
   if (comm.rank() != 0) return;
-  std::printf("{\"bench\": \"%s\", \"case\": \"%s\", \"ranks\": %d, \"meshpp_s\": %.6e, "
-              "\"baseline\": \"%s\", \"baseline_s\": %.6e, \"time_ratio\": %.4f}\n",
-              bench.c_str(), name.c_str(), comm.size(), t.meshpp_s, baseline.c_str(),
-              t.baseline_s, t.meshpp_s / t.baseline_s);
+  std::printf(
+      "{\"bench\": \"%s\", \"case\": \"%s\", \"ranks\": %d, \"meshpp_s\": %.6e, "
+      "\"baseline\": \"%s\", \"baseline_s\": %.6e, \"time_ratio\": %.4f}\n",
+      bench.c_str(), name.c_str(), comm.size(), t.meshpp_s, baseline.c_str(), t.baseline_s,
+      t.meshpp_s / t.baseline_s);
   std::fflush(stdout);
 }
 

@@ -25,7 +25,8 @@ void check_close(const T& got, const T& want, const char* what) {
   for (std::size_t e = 0; e < got.size(); ++e) {
     worst = std::max(worst, std::abs(got.data()[e] - want.data()[e]));
   }
-  if (worst > 1e-3f) throw mp::error(std::string("einsum_local: ") + what + " differs from cblas_sgemm");
+  if (worst > 1e-3f)
+    throw mp::error(std::string("einsum_local: ") + what + " differs from cblas_sgemm");
 }
 
 // a in order SA ([i,k] or [k,i]), b in order SB ([k,j] or [j,k]); out [i, j]

@@ -35,14 +35,16 @@ int main(int argc, char** argv) {
     const auto to_model = bench::compare(
         mesh.world(), [&] { auto t = mp::relayout<model_parallel>(dp); },
         [&] {
-          MPI_Alltoall(send.data(), block, MPI_FLOAT, recv.data(), block, MPI_FLOAT, MPI_COMM_WORLD);
+          MPI_Alltoall(send.data(), block, MPI_FLOAT, recv.data(), block, MPI_FLOAT,
+                       MPI_COMM_WORLD);
         });
     bench::print(mesh.world(), "relayout", "batch:all -> d_model:all " + name, "MPI_Alltoall",
                  to_model);
     const auto to_data = bench::compare(
         mesh.world(), [&] { auto t = mp::relayout<data_parallel>(mp_copy); },
         [&] {
-          MPI_Alltoall(send.data(), block, MPI_FLOAT, recv.data(), block, MPI_FLOAT, MPI_COMM_WORLD);
+          MPI_Alltoall(send.data(), block, MPI_FLOAT, recv.data(), block, MPI_FLOAT,
+                       MPI_COMM_WORLD);
         });
     bench::print(mesh.world(), "relayout", "d_model:all -> batch:all " + name, "MPI_Alltoall",
                  to_data);

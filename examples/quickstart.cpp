@@ -6,6 +6,8 @@
 
 namespace mp = meshpp;
 
+// clang-format off: this is the README's program, aligned as it is there
+
 MESHPP_DIM(batch); MESHPP_DIM(io); MESHPP_DIM(hidden);   // tensor dims
 MESHPP_DIM(rows);  MESHPP_DIM(cols);                      // mesh dims
 
@@ -28,3 +30,4 @@ int main(int argc, char** argv) {
   std::cout << mesh.counters().report(mesh.names()); // what was communicated
   xt::xtensor<float, 2> whole = mp::gather(y);       // the whole tensor on every rank
 }
+// clang-format on

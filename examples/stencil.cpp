@@ -43,7 +43,8 @@ std::vector<double> reference(std::size_t nx, std::size_t ny, int steps, bool pe
     for (long i = 0; i < long(nx); ++i) {
       for (long j = 0; j < long(ny); ++j) {
         const double c = at(i, j);
-        next[i * ny + j] = c + k * (((at(i - 1, j) + at(i + 1, j)) + (at(i, j - 1) + at(i, j + 1))) - 4 * c);
+        next[i * ny + j] =
+            c + k * (((at(i - 1, j) + at(i + 1, j)) + (at(i, j - 1) + at(i, j + 1))) - 4 * c);
       }
     }
     std::swap(u, next);
@@ -58,20 +59,27 @@ int main(int argc, char** argv) {
   bool periodic = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--nx" && i + 1 < argc) nx = std::stoul(argv[++i]);
-    else if (a == "--ny" && i + 1 < argc) ny = std::stoul(argv[++i]);
-    else if (a == "--steps" && i + 1 < argc) steps = std::stoi(argv[++i]);
-    else if (a == "--periodic") periodic = true;
-    else throw mp::error("stencil: unknown argument '" + a + "'");
+    if (a == "--nx" && i + 1 < argc)
+      nx = std::stoul(argv[++i]);
+    else if (a == "--ny" && i + 1 < argc)
+      ny = std::stoul(argv[++i]);
+    else if (a == "--steps" && i + 1 < argc)
+      steps = std::stoi(argv[++i]);
+    else if (a == "--periodic")
+      periodic = true;
+    else
+      throw mp::error("stencil: unknown argument '" + a + "'");
   }
   const int n = boost::mpi::communicator().size();
   int r = 1;
-  for (int f = 1; f * f <= n; ++f) if (n % f == 0) r = f;
+  for (int f = 1; f * f <= n; ++f)
+    if (n % f == 0) r = f;
   mesh_t mesh({r, n / r});
   const auto sizes = mp::extents{x{} = nx, y{} = ny};
   const auto b = periodic ? mp::boundary::wrap : mp::boundary::zero;
 
-  auto u = mp::generate<double, x, y>(mesh, sizes, [&](const auto& g) { return initial(g[0], g[1], nx, ny); });
+  auto u = mp::generate<double, x, y>(mesh, sizes,
+                                      [&](const auto& g) { return initial(g[0], g[1], nx, ny); });
   auto next = u;
   for (int s = 0; s < steps; ++s) {
     const auto hx = mp::halo_exchange<x>(u, 1, b);  // [lx + 2, ly]
@@ -80,8 +88,9 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < lx; ++i) {
       for (std::size_t j = 0; j < ly; ++j) {
         const double c = u.local()(i, j);
-        next.local()(i, j) = c + k * (((hx.data(i, j) + hx.data(i + 2, j)) +
-                                       (hy.data(i, j) + hy.data(i, j + 2))) - 4 * c);
+        next.local()(i, j) =
+            c + k * (((hx.data(i, j) + hx.data(i + 2, j)) + (hy.data(i, j) + hy.data(i, j + 2))) -
+                     4 * c);
       }
     }
     std::swap(u, next);
@@ -91,13 +100,15 @@ int main(int argc, char** argv) {
   if (mesh.rank() == 0) {
     const auto want = reference(nx, ny, steps, periodic);
     double diff = 0;
-    for (std::size_t e = 0; e < want.size(); ++e) diff = std::max(diff, std::abs(whole.data()[e] - want[e]));
+    for (std::size_t e = 0; e < want.size(); ++e)
+      diff = std::max(diff, std::abs(whole.data()[e] - want[e]));
     const auto moved = mesh.counters().total(mp::collective::permute);
-    std::printf("stencil %zux%zu, %d steps, %s boundary, mesh %s: max |diff| against one rank "
-                "= %g; halo values sent per processor %llu in %llu permutes\n",
-                nx, ny, steps, periodic ? "periodic" : "zero", mesh.describe().c_str(), diff,
-                static_cast<unsigned long long>(moved.values),
-                static_cast<unsigned long long>(moved.calls));
+    std::printf(
+        "stencil %zux%zu, %d steps, %s boundary, mesh %s: max |diff| against one rank "
+        "= %g; halo values sent per processor %llu in %llu permutes\n",
+        nx, ny, steps, periodic ? "periodic" : "zero", mesh.describe().c_str(), diff,
+        static_cast<unsigned long long>(moved.values),
+        static_cast<unsigned long long>(moved.calls));
     if (diff != 0) return 1;  // the same operations in the same order: equal bit for bit
   }
   return 0;

@@ -11,7 +11,8 @@
 // formulas in shared/reference/table1.md), checks every output and gradient against a
 // single-rank computation without the mesh (on rank 0), and times the step.
 //
-//   mpiexec -n 4 --oversubscribe build/examples/two_layer [--batch 128 --io 256 --hidden 1024] [--reps 3] [--json]
+//   mpiexec -n 4 --oversubscribe build/examples/two_layer [--batch 128 --io 256 --hidden 1024]
+//   [--reps 3] [--json]
 //
 // The program is the same for every layout: only the mesh type changes.
 #include <meshpp/meshpp.hpp>
@@ -120,18 +121,18 @@ result run(const Mesh& mesh, const options& o, const reference* ref) {
   using bi = mp::shape<batch, io>;
   auto step = [&](std::uint64_t* forward_values) {
     // forward
-    auto pre = mp::einsum<bh>(x, w);                       // contracts io
-    auto z = mp::eval(pre + bias);                         // fused, no communication
+    auto pre = mp::einsum<bh>(x, w);  // contracts io
+    auto z = mp::eval(pre + bias);    // fused, no communication
     auto h = mp::eval(mp::relu(z));
-    auto y = mp::einsum<bi>(h, v);                         // contracts hidden
+    auto y = mp::einsum<bi>(h, v);  // contracts hidden
     if (forward_values) *forward_values = mesh.counters().values(mp::collective::allreduce);
     // backward (by hand)
-    auto dv = mp::einsum<mp::shape<hidden, io>>(h, dy);     // contracts batch
-    auto dh = mp::einsum<bh>(dy, v);                       // contracts io
-    auto dz = mp::eval(mp::where(z > 0.0f, dh, 0.0f));     // relu'
-    auto dbias = mp::reduce_sum<batch>(dz);                // reduces batch
-    auto dw = mp::einsum<mp::shape<io, hidden>>(x, dz);     // contracts batch
-    auto dx = mp::einsum<bi>(dz, w);                       // contracts hidden
+    auto dv = mp::einsum<mp::shape<hidden, io>>(h, dy);  // contracts batch
+    auto dh = mp::einsum<bh>(dy, v);                     // contracts io
+    auto dz = mp::eval(mp::where(z > 0.0f, dh, 0.0f));   // relu'
+    auto dbias = mp::reduce_sum<batch>(dz);              // reduces batch
+    auto dw = mp::einsum<mp::shape<io, hidden>>(x, dz);  // contracts batch
+    auto dx = mp::einsum<bi>(dz, w);                     // contracts hidden
     return std::tuple{y, dv, dbias, dw, dx};
   };
 
@@ -143,9 +144,9 @@ result run(const Mesh& mesh, const options& o, const reference* ref) {
   const auto gy = mp::gather(y, 0), gdv = mp::gather(dv, 0), gdbias = mp::gather(dbias, 0);
   const auto gdw = mp::gather(dw, 0), gdx = mp::gather(dx, 0);
   if (ref) {
-    r.max_abs_diff = std::max({max_diff(gy, ref->y), max_diff(gdv, ref->dv),
-                               max_diff(gdbias, ref->dbias), max_diff(gdw, ref->dw),
-                               max_diff(gdx, ref->dx)});
+    r.max_abs_diff =
+        std::max({max_diff(gy, ref->y), max_diff(gdv, ref->dv), max_diff(gdbias, ref->dbias),
+                  max_diff(gdw, ref->dw), max_diff(gdx, ref->dx)});
   }
   mesh.world().barrier();
   const auto t0 = std::chrono::steady_clock::now();
@@ -159,7 +160,8 @@ result run(const Mesh& mesh, const options& o, const reference* ref) {
 // rows x cols = n, as square as possible; rows x cols x planes = n, as cubic as possible
 std::array<int, 2> squarest(int n) {
   int r = 1;
-  for (int f = 1; f * f <= n; ++f) if (n % f == 0) r = f;
+  for (int f = 1; f * f <= n; ++f)
+    if (n % f == 0) r = f;
   return {r, n / r};
 }
 std::array<int, 3> most_cubic(int n) {
@@ -193,17 +195,16 @@ void report(const Mesh& mesh, const options& o, const reference* ref) {
   if (mesh.rank() != 0) return;
   const std::string layout = mp::to_string(typename Mesh::rules{});
   if (o.json) {
-    std::printf("{\"layout\": \"%s\", \"mesh\": \"%s\", \"b\": %zu, \"d_io\": %zu, \"d_h\": %zu, "
-                "\"values_allreduced\": %llu, \"values_allreduced_forward\": %llu, "
-                "\"max_abs_diff\": %.3g, \"seconds\": %.6f}\n",
-                layout.c_str(), mesh_text(mesh).c_str(), o.b, o.d_io, o.d_h,
-                static_cast<unsigned long long>(r.values_allreduced),
-                static_cast<unsigned long long>(r.values_allreduced_forward), r.max_abs_diff,
-                r.seconds);
+    std::printf(
+        "{\"layout\": \"%s\", \"mesh\": \"%s\", \"b\": %zu, \"d_io\": %zu, \"d_h\": %zu, "
+        "\"values_allreduced\": %llu, \"values_allreduced_forward\": %llu, "
+        "\"max_abs_diff\": %.3g, \"seconds\": %.6f}\n",
+        layout.c_str(), mesh_text(mesh).c_str(), o.b, o.d_io, o.d_h,
+        static_cast<unsigned long long>(r.values_allreduced),
+        static_cast<unsigned long long>(r.values_allreduced_forward), r.max_abs_diff, r.seconds);
   } else {
-    std::printf("%-34s %-22s %14llu %14llu %12.3g %10.4f\n",
-                layout.empty() ? "[]" : layout.c_str(), mesh_text(mesh).c_str(),
-                static_cast<unsigned long long>(r.values_allreduced),
+    std::printf("%-34s %-22s %14llu %14llu %12.3g %10.4f\n", layout.empty() ? "[]" : layout.c_str(),
+                mesh_text(mesh).c_str(), static_cast<unsigned long long>(r.values_allreduced),
                 static_cast<unsigned long long>(r.values_allreduced_forward), r.max_abs_diff,
                 r.seconds);
   }
@@ -218,11 +219,16 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) throw mp::error("two_layer: " + a + " needs a value");
       return std::stoul(argv[++i]);
     };
-    if (a == "--batch") o.b = next();
-    else if (a == "--io") o.d_io = next();
-    else if (a == "--hidden") o.d_h = next();
-    else if (a == "--reps") o.reps = static_cast<int>(next());
-    else if (a == "--json") o.json = true;
+    if (a == "--batch")
+      o.b = next();
+    else if (a == "--io")
+      o.d_io = next();
+    else if (a == "--hidden")
+      o.d_h = next();
+    else if (a == "--reps")
+      o.reps = static_cast<int>(next());
+    else if (a == "--json")
+      o.json = true;
     else if (a == "--help") {
       std::printf("usage: two_layer [--batch B] [--io D_IO] [--hidden D_H] [--reps R] [--json]\n");
       return 0;
@@ -235,9 +241,10 @@ int main(int argc, char** argv) {
   std::optional<reference> ref;
   if (boost::mpi::communicator().rank() == 0) ref.emplace(o);
   if (!o.json && boost::mpi::communicator().rank() == 0) {
-    std::printf("two fully-connected layers, b=%zu d_io=%zu d_h=%zu, %d ranks: values allreduced "
-                "per processor, forward+backward and forward alone\n",
-                o.b, o.d_io, o.d_h, n);
+    std::printf(
+        "two fully-connected layers, b=%zu d_io=%zu d_h=%zu, %d ranks: values allreduced "
+        "per processor, forward+backward and forward alone\n",
+        o.b, o.d_io, o.d_h, n);
     std::printf("%-34s %-22s %14s %14s %12s %10s\n", "layout", "mesh", "fwd+bwd", "forward",
                 "max|diff|", "seconds");
   }
@@ -245,7 +252,8 @@ int main(int argc, char** argv) {
   report(mesh<axes<all>, layout<>>({n}), o, ref ? &*ref : nullptr);
   report(mesh<axes<all>, layout<split<batch, all>>>({n}), o, ref ? &*ref : nullptr);
   report(mesh<axes<all>, layout<split<hidden, all>>>({n}), o, ref ? &*ref : nullptr);
-  report(mesh<axes<rows, cols>, layout<split<batch, rows>, split<hidden, cols>>>(squarest(n)), o, ref ? &*ref : nullptr);
+  report(mesh<axes<rows, cols>, layout<split<batch, rows>, split<hidden, cols>>>(squarest(n)), o,
+         ref ? &*ref : nullptr);
   report(mesh<axes<rows, cols, planes>,
               layout<split<batch, rows>, split<hidden, cols>, split<io, planes>>>(most_cubic(n)),
          o, ref ? &*ref : nullptr);

@@ -64,8 +64,10 @@ TEST_CASE("reduce_scatter replaces allreduce-then-slice, with half the bytes") {
       gathers = mesh.counters().total(mp::collective::allgather);
       scattered = mp::gather(y);
     };
-    if (twice == 0) run(mp::einsum<mp::shape<b, o>, mp::layout<mp::split<o, all>>>(x, w));
-    else run(mp::einsum<mp::shape<b, o>, mp::layout<mp::split<b, all>>>(x, w));
+    if (twice == 0)
+      run(mp::einsum<mp::shape<b, o>, mp::layout<mp::split<o, all>>>(x, w));
+    else
+      run(mp::einsum<mp::shape<b, o>, mp::layout<mp::split<b, all>>>(x, w));
     CHECK(rs.calls == 1);
     CHECK(rs.values == 64);
     CHECK(rs.bytes_sent == (p - 1) * 64 * sizeof(double) / p);

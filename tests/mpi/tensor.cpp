@@ -292,6 +292,6 @@ TEST_CASE("a tensor assigned to a tensor of another dim order or type transposes
     }
   }
   CHECK_ALL_RANKS(same);
-  CHECK(mesh.counters().total(mp::collective::alltoall).calls == 0);  // no communication
+  CHECK(mesh.counters().total(mp::collective::alltoall).calls == 0);   // no communication
   CHECK(mesh.counters().total(mp::collective::allgather).calls == 3);  // the three gathers
 }

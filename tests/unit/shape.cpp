@@ -15,10 +15,14 @@ using bih = mp::shape<batch, io, hidden>;
 
 // What must not compile, tested in the language (compile_fail/ has the diagnostics).
 template <class... D>
-concept shape_instantiates = requires { sizeof(mp::shape<D...>); };
+concept shape_instantiates = requires {
+  sizeof(mp::shape<D...>);
+};
 static_assert(shape_instantiates<batch, io>);
 template <class From, class To>
-concept permutable = requires { mp::permutation_v<From, To>; };
+concept permutable = requires {
+  mp::permutation_v<From, To>;
+};
 
 TEST_CASE("dim names print as themselves") {
   CHECK(mp::dim_name_v<batch> == "batch");
@@ -47,8 +51,8 @@ TEST_CASE("union keeps the first operand's order, then new dims in the second's 
 }
 
 TEST_CASE("difference and intersection keep the first operand's order") {
-  static_assert(std::is_same_v<mp::shape_difference_t<bih, mp::shape<io, heads>>,
-                               mp::shape<batch, hidden>>);
+  static_assert(
+      std::is_same_v<mp::shape_difference_t<bih, mp::shape<io, heads>>, mp::shape<batch, hidden>>);
   static_assert(std::is_same_v<mp::shape_difference_t<bih, bih>, mp::shape<>>);
   static_assert(std::is_same_v<mp::shape_intersection_t<bih, mp::shape<hidden, heads, batch>>,
                                mp::shape<batch, hidden>>);

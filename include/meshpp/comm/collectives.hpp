@@ -11,9 +11,9 @@
 // the mesh's cached sub-communicator of the ranks that differ only in Ms (mesh.hpp). Each
 // call is recorded in the mesh's counters, even over mesh dims of size 1 (the values are part
 // of the operation's semantics, as in the paper's Table 1); an allreduce over no mesh dims at
-// all is no collective and is neither run nor counted. Boost.MPI is used where it has the collective
-// (all_reduce, all_gather, all_to_all, broadcast); MPI_Reduce_scatter_block goes through the
-// communicator's MPI_Comm. Buffers are passed to MPI as they are: no staging copies.
+// all is no collective and is neither run nor counted. Boost.MPI is used where it has the
+// collective (all_reduce, all_gather, all_to_all, broadcast); MPI_Reduce_scatter_block goes through
+// the communicator's MPI_Comm. Buffers are passed to MPI as they are: no staging copies.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +23,7 @@
 #include <string>
 #include <type_traits>
 
+#include <mpi.h>
 #include <boost/mpi/collectives/all_gather.hpp>
 #include <boost/mpi/collectives/all_reduce.hpp>
 #include <boost/mpi/collectives/all_to_all.hpp>
@@ -31,7 +32,6 @@
 #include <boost/mpi/datatype.hpp>
 #include <boost/mpi/inplace.hpp>
 #include <boost/mpi/operations.hpp>
-#include <mpi.h>
 
 #include "meshpp/comm/counters.hpp"
 #include "meshpp/core/error.hpp"
@@ -146,8 +146,10 @@ struct alltoall<over<Ms...>> {
     const auto& comm = g::comm(m);
     const std::size_t p = static_cast<std::size_t>(comm.size());
     if (out.size() != in.size() || in.size() % p != 0) {
-      throw error("meshpp::alltoall: input and output must hold the same number of values, a "
-                  "multiple of the group size " + std::to_string(p));
+      throw error(
+          "meshpp::alltoall: input and output must hold the same number of values, a "
+          "multiple of the group size " +
+          std::to_string(p));
     }
     m.counters().record(collective::alltoall, g::mask, in.size(),
                         (p - 1) * detail::bytes<T>(in.size()) / p);

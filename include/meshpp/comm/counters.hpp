@@ -25,7 +25,15 @@
 
 namespace meshpp {
 
-enum class collective { allreduce, allgather, alltoall, reduce_scatter, broadcast, permute, gather };
+enum class collective {
+  allreduce,
+  allgather,
+  alltoall,
+  reduce_scatter,
+  broadcast,
+  permute,
+  gather
+};
 inline constexpr std::size_t collective_kinds = 7;
 
 inline constexpr std::string_view collective_name(collective c) {

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include <boost/mpi/datatype.hpp>
 #include <mpi.h>
+#include <boost/mpi/datatype.hpp>
 
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/comm/counters.hpp"

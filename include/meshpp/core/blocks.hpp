@@ -16,8 +16,8 @@ namespace meshpp::detail {
 template <class T, std::size_t N>
 void copy_box(const T* src, const std::array<std::size_t, N>& src_shape,
               const std::array<std::size_t, N>& src_at, T* dst,
-              const std::array<std::size_t, N>& dst_shape,
-              const std::array<std::size_t, N>& dst_at, const std::array<std::size_t, N>& box) {
+              const std::array<std::size_t, N>& dst_shape, const std::array<std::size_t, N>& dst_at,
+              const std::array<std::size_t, N>& box) {
   if constexpr (N == 0) {
     *dst = *src;
   } else {

@@ -57,50 +57,47 @@ void for_each_element(Tensor& t, F&& f) {
 
 // zeros<Tensor>(mesh, sizes)
 template <class Tensor, class... E>
-  requires is_tensor_v<Tensor>
-Tensor zeros(const typename Tensor::mesh_type& m, const extents<E...>& sizes) {
+requires is_tensor_v<Tensor> Tensor zeros(const typename Tensor::mesh_type& m,
+                                          const extents<E...>& sizes) {
   return Tensor(m, sizes);
 }
 // zeros<T, Dims...>(mesh, sizes): laid out by the mesh's rules
 template <class T, class... Dims, class Mesh, class... E>
-  requires(!is_tensor_v<T>)
-auto zeros(const Mesh& m, const extents<E...>& sizes) {
+requires(!is_tensor_v<T>) auto zeros(const Mesh& m, const extents<E...>& sizes) {
   return zeros<tensor_of<T, shape<Dims...>, Mesh>>(m, sizes);
 }
 
 // full<Tensor>(mesh, sizes, value)
 template <class Tensor, class... E>
-  requires is_tensor_v<Tensor>
-Tensor full(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
-            typename Tensor::value_type value) {
+requires is_tensor_v<Tensor> Tensor full(const typename Tensor::mesh_type& m,
+                                         const extents<E...>& sizes,
+                                         typename Tensor::value_type value) {
   Tensor t(m, sizes, Tensor::uninitialized);
   t.local().fill(value);
   return t;
 }
 // full<T, Dims...>(mesh, sizes, value)
 template <class T, class... Dims, class Mesh, class... E>
-  requires(!is_tensor_v<T>)
-auto full(const Mesh& m, const extents<E...>& sizes, T value) {
+requires(!is_tensor_v<T>) auto full(const Mesh& m, const extents<E...>& sizes, T value) {
   return full<tensor_of<T, shape<Dims...>, Mesh>>(m, sizes, value);
 }
 
 // ones<Tensor>(mesh, sizes), ones<T, Dims...>(mesh, sizes)
 template <class Tensor, class... E>
-  requires is_tensor_v<Tensor>
-Tensor ones(const typename Tensor::mesh_type& m, const extents<E...>& sizes) {
+requires is_tensor_v<Tensor> Tensor ones(const typename Tensor::mesh_type& m,
+                                         const extents<E...>& sizes) {
   return full<Tensor>(m, sizes, typename Tensor::value_type(1));
 }
 template <class T, class... Dims, class Mesh, class... E>
-  requires(!is_tensor_v<T>)
-auto ones(const Mesh& m, const extents<E...>& sizes) {
+requires(!is_tensor_v<T>) auto ones(const Mesh& m, const extents<E...>& sizes) {
   return full<T, Dims...>(m, sizes, T(1));
 }
 
 // generate<Tensor>(mesh, sizes, f): element = f(global index), the index an
 // std::array<std::size_t, rank> in the tensor's dim order.
 template <class Tensor, class F, class... E>
-  requires is_tensor_v<Tensor>
-Tensor generate(const typename Tensor::mesh_type& m, const extents<E...>& sizes, F&& f) {
+requires is_tensor_v<Tensor> Tensor generate(const typename Tensor::mesh_type& m,
+                                             const extents<E...>& sizes, F&& f) {
   Tensor t(m, sizes, Tensor::uninitialized);
   detail::for_each_element(t, [&](auto& x, const auto& global, std::uint64_t) {
     x = static_cast<typename Tensor::value_type>(f(global));
@@ -109,18 +106,17 @@ Tensor generate(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
 }
 // generate<T, Dims...>(mesh, sizes, f)
 template <class T, class... Dims, class Mesh, class F, class... E>
-  requires(!is_tensor_v<T>)
-auto generate(const Mesh& m, const extents<E...>& sizes, F&& f) {
+requires(!is_tensor_v<T>) auto generate(const Mesh& m, const extents<E...>& sizes, F&& f) {
   return generate<tensor_of<T, shape<Dims...>, Mesh>>(m, sizes, std::forward<F>(f));
 }
 
 // random_uniform<Tensor>(mesh, sizes, seed, low = 0, high = 1): uniform in [low, high),
 // keyed by (seed, global index).
 template <class Tensor, class... E>
-  requires is_tensor_v<Tensor>
-Tensor random_uniform(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
-                      std::uint64_t seed, typename Tensor::value_type low = 0,
-                      typename Tensor::value_type high = 1) {
+requires is_tensor_v<Tensor> Tensor random_uniform(const typename Tensor::mesh_type& m,
+                                                   const extents<E...>& sizes, std::uint64_t seed,
+                                                   typename Tensor::value_type low = 0,
+                                                   typename Tensor::value_type high = 1) {
   using T = typename Tensor::value_type;
   Tensor t(m, sizes, Tensor::uninitialized);
   detail::for_each_element(t, [&](T& x, const auto&, std::uint64_t linear) {
@@ -130,19 +126,18 @@ Tensor random_uniform(const typename Tensor::mesh_type& m, const extents<E...>& 
 }
 // random_uniform<T, Dims...>(mesh, sizes, seed, low = 0, high = 1)
 template <class T, class... Dims, class Mesh, class... E>
-  requires(!is_tensor_v<T>)
-auto random_uniform(const Mesh& m, const extents<E...>& sizes, std::uint64_t seed, T low = 0,
-                    T high = 1) {
+requires(!is_tensor_v<T>) auto random_uniform(const Mesh& m, const extents<E...>& sizes,
+                                              std::uint64_t seed, T low = 0, T high = 1) {
   return random_uniform<tensor_of<T, shape<Dims...>, Mesh>>(m, sizes, seed, low, high);
 }
 
 // random_normal<Tensor>(mesh, sizes, seed, mean = 0, stddev = 1), keyed by
 // (seed, global index).
 template <class Tensor, class... E>
-  requires is_tensor_v<Tensor>
-Tensor random_normal(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
-                     std::uint64_t seed, typename Tensor::value_type mean = 0,
-                     typename Tensor::value_type stddev = 1) {
+requires is_tensor_v<Tensor> Tensor random_normal(const typename Tensor::mesh_type& m,
+                                                  const extents<E...>& sizes, std::uint64_t seed,
+                                                  typename Tensor::value_type mean = 0,
+                                                  typename Tensor::value_type stddev = 1) {
   using T = typename Tensor::value_type;
   Tensor t(m, sizes, Tensor::uninitialized);
   detail::for_each_element(t, [&](T& x, const auto&, std::uint64_t linear) {
@@ -152,9 +147,8 @@ Tensor random_normal(const typename Tensor::mesh_type& m, const extents<E...>& s
 }
 // random_normal<T, Dims...>(mesh, sizes, seed, mean = 0, stddev = 1)
 template <class T, class... Dims, class Mesh, class... E>
-  requires(!is_tensor_v<T>)
-auto random_normal(const Mesh& m, const extents<E...>& sizes, std::uint64_t seed, T mean = 0,
-                   T stddev = 1) {
+requires(!is_tensor_v<T>) auto random_normal(const Mesh& m, const extents<E...>& sizes,
+                                             std::uint64_t seed, T mean = 0, T stddev = 1) {
   return random_normal<tensor_of<T, shape<Dims...>, Mesh>>(m, sizes, seed, mean, stddev);
 }
 

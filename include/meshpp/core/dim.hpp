@@ -41,7 +41,7 @@ struct dim {
 
 // is_dim_v<D>: D was declared with MESHPP_DIM (derives from dim<D> and names itself).
 template <class D>
-inline constexpr bool is_dim_v = std::is_base_of_v<dim<D>, D> && requires {
+inline constexpr bool is_dim_v = std::is_base_of_v<dim<D>, D>&& requires {
   { D::name() } -> std::convertible_to<std::string_view>;
 };
 

@@ -44,8 +44,10 @@ class extents {
   constexpr std::size_t get() const {
     static_assert(has<D> || offending::no_size_given_for_dim<D, extents>,
                   "meshpp::extents::get<Dim>(): these extents give no size for Dim");
-    if constexpr (has<D>) return sizes_[index_of_v<shape_type, D>];
-    else return 0;  // unreachable: the static_assert above has already failed
+    if constexpr (has<D>)
+      return sizes_[index_of_v<shape_type, D>];
+    else
+      return 0;  // unreachable: the static_assert above has already failed
   }
 
   // sizes[D{}]

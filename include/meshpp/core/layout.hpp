@@ -64,7 +64,8 @@ struct first_mesh_dim_shared {
 };
 template <class S, class... Rest>
 struct first_mesh_dim_shared<S, Rest...> {
-  static constexpr bool here = (std::is_same_v<typename S::mesh_dim, typename Rest::mesh_dim> || ...);
+  static constexpr bool here =
+      (std::is_same_v<typename S::mesh_dim, typename Rest::mesh_dim> || ...);
   using type = std::conditional_t<here, S, typename first_mesh_dim_shared<Rest...>::type>;
 };
 // same_mesh_dim_v<A, B>: A and B are two different rules onto one mesh dim.
@@ -140,9 +141,9 @@ struct restrict_layout;
 template <class Rules, class... Dims>
 struct restrict_layout<Rules, shape<Dims...>> {
   template <class D>
-  using rule_for = std::conditional_t<
-      std::is_same_v<typename layout_mesh_dim<Rules, D>::type, no_mesh_dim>, layout<>,
-      layout<split<D, typename layout_mesh_dim<Rules, D>::type>>>;
+  using rule_for =
+      std::conditional_t<std::is_same_v<typename layout_mesh_dim<Rules, D>::type, no_mesh_dim>,
+                         layout<>, layout<split<D, typename layout_mesh_dim<Rules, D>::type>>>;
   using type = decltype((layout<>{} + ... + rule_for<Dims>{}));
 };
 }  // namespace detail
@@ -193,8 +194,8 @@ struct layout_merge;
 template <class... As, class... Bs>
 struct layout_merge<layout<As...>, layout<Bs...>> {
   template <class R>
-  static constexpr bool a_has =
-      (std::is_same_v<typename R::tensor_dim, typename As::tensor_dim> || ...);
+  static constexpr bool a_has = (std::is_same_v<typename R::tensor_dim, typename As::tensor_dim> ||
+                                 ...);
   using type =
       decltype((layout<As...>{} + ... + std::conditional_t<a_has<Bs>, layout<>, layout<Bs>>{}));
   using conflict = first_found_t<std::conditional_t<disagrees_v<Bs, layout<As...>>, Bs, no_dim>...>;

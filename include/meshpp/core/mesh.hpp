@@ -79,11 +79,11 @@ template <class... MeshDims, class... Splits>
 class mesh<axes<MeshDims...>, layout<Splits...>> {
   using axes_shape = shape<MeshDims...>;
   static_assert(sizeof(axes<MeshDims...>) > 0);  // instantiates the axes checks
-  static_assert(offending::rule_names_a_mesh_dim_the_mesh_lacks<
-                    detail::unknown_mesh_dim_in_t<axes_shape, layout<Splits...>>,
-                    axes<MeshDims...>>,
-                "meshpp::mesh<Axes, Rules>: a layout rule names a mesh dim that the mesh does "
-                "not have");
+  static_assert(
+      offending::rule_names_a_mesh_dim_the_mesh_lacks<
+          detail::unknown_mesh_dim_in_t<axes_shape, layout<Splits...>>, axes<MeshDims...>>,
+      "meshpp::mesh<Axes, Rules>: a layout rule names a mesh dim that the mesh does "
+      "not have");
   static_assert(sizeof...(MeshDims) <= 8,
                 "meshpp::mesh<Axes, Rules>: at most 8 mesh dims (one communicator is made for "
                 "every subset of them)");
@@ -103,8 +103,10 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
   static constexpr std::size_t axis_v = [] {
     static_assert(contains_v<axes_shape, M> || offending::not_a_mesh_dim<M, axes_type>,
                   "meshpp::mesh: this mesh has no such mesh dim");
-    if constexpr (contains_v<axes_shape, M>) return index_of_v<axes_shape, M>;
-    else return std::size_t{0};  // unreachable: the static_assert above has already failed
+    if constexpr (contains_v<axes_shape, M>)
+      return index_of_v<axes_shape, M>;
+    else
+      return std::size_t{0};  // unreachable: the static_assert above has already failed
   }();
 
   // mask_v<Ms...>: the bit set naming mesh dims Ms (bit i is axis i)
@@ -208,9 +210,8 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
         }
       }
       if (product != world.size()) {
-        throw error("meshpp::mesh: mesh shape " + shape_text + " needs " +
-                    std::to_string(product) + " ranks, but the communicator has " +
-                    std::to_string(world.size()));
+        throw error("meshpp::mesh: mesh shape " + shape_text + " needs " + std::to_string(product) +
+                    " ranks, but the communicator has " + std::to_string(world.size()));
       }
       int r = world.rank();
       for (std::size_t i = ndims; i-- > 0;) {

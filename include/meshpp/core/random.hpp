@@ -31,8 +31,9 @@ constexpr std::array<std::uint32_t, 4> philox4x32(std::array<std::uint32_t, 4> c
 
 namespace detail {
 inline std::array<std::uint32_t, 4> philox_at(std::uint64_t seed, std::uint64_t index) {
-  return philox4x32({static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(index >> 32), 0u, 0u},
-                    {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)});
+  return philox4x32(
+      {static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(index >> 32), 0u, 0u},
+      {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)});
 }
 // 53 random bits as a double in [0, 1)
 inline double unit_double(std::uint32_t hi, std::uint32_t lo) {

@@ -31,7 +31,8 @@ struct first_found {
 };
 template <class T, class... Rest>
 struct first_found<T, Rest...> {
-  using type = std::conditional_t<std::is_same_v<T, no_dim>, typename first_found<Rest...>::type, T>;
+  using type =
+      std::conditional_t<std::is_same_v<T, no_dim>, typename first_found<Rest...>::type, T>;
 };
 template <class... Ts>
 using first_found_t = typename first_found<Ts...>::type;
@@ -111,7 +112,7 @@ inline constexpr bool contains_all_v<S, shape<Dims...>> = (contains_v<S, Dims> &
 
 // same_dims_v<A, B>: A and B hold the same set of dims (in any order).
 template <class A, class B>
-inline constexpr bool same_dims_v = rank_v<A> == rank_v<B> && contains_all_v<A, B>;
+inline constexpr bool same_dims_v = rank_v<A> == rank_v<B>&& contains_all_v<A, B>;
 
 namespace detail {
 template <class D, class... Dims>
@@ -198,7 +199,7 @@ struct dim_names<shape<Dims...>> {
 // hold the same dims. Transposing an array laid out as From into To order: out axis i takes
 // in axis p[i].
 template <class From, class To>
-  requires same_dims_v<From, To>
+requires same_dims_v<From, To>
 inline constexpr auto permutation_v = detail::permutation<From, To>::value;
 
 namespace detail {

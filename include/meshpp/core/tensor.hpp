@@ -136,13 +136,14 @@ class tensor {
   /// A tensor of the same dims in another order or layout, copied and transposed by name
   /// (only where that needs no communication: otherwise a compile error; use relayout).
   template <class T2, class S2, class L2>
-    requires(!std::is_same_v<tensor<T2, S2, L2, Mesh>, tensor>)
-  tensor(const tensor<T2, S2, L2, Mesh>& other) : tensor(other.mesh(), other.sizes(), uninitialized) {
+  requires(!std::is_same_v<tensor<T2, S2, L2, Mesh>, tensor>)
+      tensor(const tensor<T2, S2, L2, Mesh>& other)
+      : tensor(other.mesh(), other.sizes(), uninitialized) {
     detail::include_meshpp_expr_evaluate_hpp<T2>::assign(*this, other);
   }
   template <class T2, class S2, class L2>
-    requires(!std::is_same_v<tensor<T2, S2, L2, Mesh>, tensor>)
-  tensor& operator=(const tensor<T2, S2, L2, Mesh>& other) {
+  requires(!std::is_same_v<tensor<T2, S2, L2, Mesh>, tensor>) tensor& operator=(
+      const tensor<T2, S2, L2, Mesh>& other) {
     detail::include_meshpp_expr_evaluate_hpp<T2>::assign(*this, other);
     return *this;
   }

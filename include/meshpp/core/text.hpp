@@ -12,8 +12,8 @@ namespace meshpp::detail {
 inline void append_piece(std::string& out, std::string_view s) { out.append(s); }
 inline void append_piece(std::string& out, char c) { out.push_back(c); }
 template <class I>
-  requires std::integral<I> && (!std::same_as<I, char>) && (!std::same_as<I, bool>)
-void append_piece(std::string& out, I v) {
+requires std::integral<I> &&
+    (!std::same_as<I, char>)&&(!std::same_as<I, bool>)void append_piece(std::string& out, I v) {
   out += std::to_string(v);
 }
 

@@ -98,9 +98,9 @@ frame<Order> local_frame(const Mesh& m, const E& e) {
       const auto parts = static_cast<std::size_t>(m.template size<md>());
       if (global % parts != 0) {
         throw error("meshpp: dim '" + std::string(d::name()) + "' of size " +
-                    std::to_string(global) + " is split over mesh dim '" +
-                    std::string(md::name()) + "' of size " + std::to_string(parts) + ", and " +
-                    std::to_string(global) + " is not divisible by " + std::to_string(parts));
+                    std::to_string(global) + " is split over mesh dim '" + std::string(md::name()) +
+                    "' of size " + std::to_string(parts) + ", and " + std::to_string(global) +
+                    " is not divisible by " + std::to_string(parts));
       }
       fr.extent[i] = global / parts;
       fr.offset[i] = static_cast<std::size_t>(m.template coordinate<md>()) * fr.extent[i];
@@ -181,7 +181,7 @@ inline constexpr bool expression_rule_the_destination_lacks =
 // Transposes by name when dest lists the dims in another order. (tensor's converting
 // constructor and operator= from an expression call this: its checks are theirs.)
 template <class Dest, class E>
-  requires is_tensor_v<Dest> && is_expression_v<E>
+requires is_tensor_v<Dest> && is_expression_v<E>
 void assign_expression(Dest& dest, const E& expression) {
   const auto& e = detail::as_expression(expression);
   using S = typename Dest::shape_type;
@@ -205,8 +205,9 @@ void assign_expression(Dest& dest, const E& expression) {
   if constexpr (same_dims_v<S, typename E::shape_type> &&
                 std::is_same_v<typename Dest::mesh_type, typename E::mesh_type>) {
     if (!(dest.mesh() == *e.mesh_ptr())) {
-      throw error("meshpp::assign_expression(dest, e) (dest = e): dest and e live on different "
-                  "meshes");
+      throw error(
+          "meshpp::assign_expression(dest, e) (dest = e): dest and e live on different "
+          "meshes");
     }
     detail::for_each_index<S::rank>([&](auto i) {
       using d = dim_at_t<S, i.value>;
@@ -223,7 +224,7 @@ void assign_expression(Dest& dest, const E& expression) {
 
 // eval(e): a new tensor holding e, with e's dims (in e's order) and layout
 template <class E>
-  requires std::is_base_of_v<expression_node, std::remove_cvref_t<E>>
+requires std::is_base_of_v<expression_node, std::remove_cvref_t<E>>
 auto eval(const E& e) {
   using result = tensor<typename E::value_type, typename E::shape_type, typename E::layout_type,
                         typename E::mesh_type>;

@@ -36,9 +36,8 @@ struct expression_node {};
 
 // is_expression_v<E>: E is a tensor or an expression node
 template <class E>
-inline constexpr bool is_expression_v =
-    is_tensor_v<std::remove_cvref_t<E>> ||
-    std::is_base_of_v<expression_node, std::remove_cvref_t<E>>;
+inline constexpr bool is_expression_v = is_tensor_v<std::remove_cvref_t<E>> ||
+                                        std::is_base_of_v<expression_node, std::remove_cvref_t<E>>;
 
 /// @brief A region of the local index space, in dim order O: `extent[i]` elements of dim
 /// O[i] starting at the global index `offset[i]`.
@@ -60,9 +59,12 @@ constexpr access access_of() {
     return access::invariant;
   } else {
     using inner = dim_at_t<O, O::rank - 1>;
-    if constexpr (!contains_v<S, inner>) return access::invariant;
-    else if constexpr (index_of_v<S, inner> + 1 == S::rank) return access::contiguous;
-    else return access::strided;
+    if constexpr (!contains_v<S, inner>)
+      return access::invariant;
+    else if constexpr (index_of_v<S, inner> + 1 == S::rank)
+      return access::contiguous;
+    else
+      return access::strided;
   }
 }
 
@@ -74,9 +76,12 @@ struct leaf_cursor {
   std::array<std::ptrdiff_t, N> stride;
 
   T at(std::size_t j) const {
-    if constexpr (A == access::contiguous) return ptr[j];
-    else if constexpr (A == access::invariant) return *ptr;
-    else return ptr[static_cast<std::ptrdiff_t>(j) * stride[N - 1]];
+    if constexpr (A == access::contiguous)
+      return ptr[j];
+    else if constexpr (A == access::invariant)
+      return *ptr;
+    else
+      return ptr[static_cast<std::ptrdiff_t>(j) * stride[N - 1]];
   }
   void step(std::size_t d) { ptr += stride[d]; }
   void unstep(std::size_t d, std::size_t n) { ptr -= stride[d] * static_cast<std::ptrdiff_t>(n); }
@@ -133,7 +138,8 @@ template <std::size_t N, class F>
 constexpr void for_each_index(F&& f) {
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (f(std::integral_constant<std::size_t, I>{}), ...);
-  }(std::make_index_sequence<N>{});
+  }
+  (std::make_index_sequence<N>{});
 }
 
 /// A tensor as an operand: by pointer when the expression was built from an lvalue (the
@@ -146,16 +152,14 @@ class tensor_leaf : public expression_node {
   using mesh_type = typename Tensor::mesh_type;
   using value_type = typename Tensor::value_type;
 
-  explicit tensor_leaf(const Tensor& t)
-    requires(!Owned)
-      : t_(&t) {}
-  explicit tensor_leaf(Tensor&& t)
-    requires Owned
-      : t_(std::move(t)) {}
+  explicit tensor_leaf(const Tensor& t) requires(!Owned) : t_(&t) {}
+  explicit tensor_leaf(Tensor&& t) requires Owned : t_(std::move(t)) {}
 
   const Tensor& get() const {
-    if constexpr (Owned) return t_;
-    else return *t_;
+    if constexpr (Owned)
+      return t_;
+    else
+      return *t_;
   }
   template <class D>
   std::size_t size() const {
@@ -177,7 +181,8 @@ class tensor_leaf : public expression_node {
         c.stride[i] = local_strides[j];
         // The frame starts at a global index; this slice starts at its own local offset
         // (the same when both are split alike, 0 when this operand holds the dim whole).
-        c.ptr += static_cast<std::ptrdiff_t>(fr.offset[i] - t.local_offsets()[j]) * local_strides[j];
+        c.ptr +=
+            static_cast<std::ptrdiff_t>(fr.offset[i] - t.local_offsets()[j]) * local_strides[j];
       } else {
         c.stride[i] = 0;
       }
@@ -239,8 +244,8 @@ struct merge_layouts<A, B, Rest...> {
   using type = typename next::type;
   static constexpr bool here = !std::is_same_v<typename step::conflict, no_dim>;
   using conflict = std::conditional_t<here, typename step::conflict, typename next::conflict>;
-  using conflict_with = std::conditional_t<here, rule_in_t<A, typename step::conflict>,
-                                           typename next::conflict_with>;
+  using conflict_with =
+      std::conditional_t<here, rule_in_t<A, typename step::conflict>, typename next::conflict_with>;
 };
 
 // common_mesh<Ms...>: the first mesh type of the operands (void for scalars), and `other`:
@@ -305,7 +310,8 @@ class function_expr : public expression_node {
   using shape_type = typename detail::union_all<typename Args::shape_type...>::type;
   using layout_type = layout_for_t<typename merged::type, shape_type>;
   using mesh_type = typename meshes::type;
-  using value_type = std::remove_cvref_t<std::invoke_result_t<const F&, typename Args::value_type...>>;
+  using value_type =
+      std::remove_cvref_t<std::invoke_result_t<const F&, typename Args::value_type...>>;
 
   // If this fails, each operand's layout is legal but together they split two dims of the
   // result over one mesh dim; the condition names the two rules.
@@ -341,9 +347,7 @@ class function_expr : public expression_node {
   const mesh_type* mesh_ptr() const {
     const mesh_type* m = nullptr;
     std::apply(
-        [&](const auto&... a) {
-          ((m = m ? m : static_cast<const mesh_type*>(a.mesh_ptr())), ...);
-        },
+        [&](const auto&... a) { ((m = m ? m : static_cast<const mesh_type*>(a.mesh_ptr())), ...); },
         args_);
     return m;
   }
@@ -369,11 +373,7 @@ class function_expr : public expression_node {
     detail::for_each_index<shape_type::rank>([&](auto i) {
       using d = dim_at_t<shape_type, i.value>;
       const std::size_t expected = size<d>();
-      std::apply(
-          [&](const auto&... a) {
-            (check_size<d>(a, expected), ...);
-          },
-          args_);
+      std::apply([&](const auto&... a) { (check_size<d>(a, expected), ...); }, args_);
     });
     if constexpr (!std::is_void_v<mesh_type>) {
       const mesh_type* m = mesh_ptr();
@@ -392,9 +392,11 @@ class function_expr : public expression_node {
   static void check_size(const A& a, std::size_t expected) {
     if constexpr (contains_v<typename A::shape_type, D>) {
       if (a.template size<D>() != expected) {
-        throw error("meshpp: the operands of a component-wise operation disagree on the size "
-                    "of dim '" + std::string(D::name()) + "': " + std::to_string(expected) +
-                    " and " + std::to_string(a.template size<D>()));
+        throw error(
+            "meshpp: the operands of a component-wise operation disagree on the size "
+            "of dim '" +
+            std::string(D::name()) + "': " + std::to_string(expected) + " and " +
+            std::to_string(a.template size<D>()));
       }
     }
   }
@@ -410,8 +412,10 @@ template <class Scalar, class X>
 auto as_operand(X&& x) {
   using D = std::remove_cvref_t<X>;
   if constexpr (is_tensor_v<D>) {
-    if constexpr (std::is_lvalue_reference_v<X>) return tensor_leaf<D, false>(x);
-    else return tensor_leaf<D, true>(std::move(x));
+    if constexpr (std::is_lvalue_reference_v<X>)
+      return tensor_leaf<D, false>(x);
+    else
+      return tensor_leaf<D, true>(std::move(x));
   } else if constexpr (std::is_base_of_v<expression_node, D>) {
     return D(std::forward<X>(x));
   } else {
@@ -424,7 +428,7 @@ struct value_type_of {
   using type = std::remove_cvref_t<X>;
 };
 template <class X>
-  requires is_expression_v<X>
+requires is_expression_v<X>
 struct value_type_of<X> {
   using type = typename std::remove_cvref_t<X>::value_type;
 };
@@ -440,8 +444,10 @@ namespace detail {
 // as_expression(x): a tensor as a (referencing) leaf; an expression node as itself
 template <class E>
 decltype(auto) as_expression(const E& e) {
-  if constexpr (is_tensor_v<E>) return tensor_leaf<E, false>(e);
-  else return (e);
+  if constexpr (is_tensor_v<E>)
+    return tensor_leaf<E, false>(e);
+  else
+    return (e);
 }
 }  // namespace detail
 
@@ -452,8 +458,7 @@ concept operand = is_expression_v<X> || std::is_arithmetic_v<std::remove_cvref_t
 // make_function(f, operands...): the lazy node applying f element-wise; at least one
 // operand must be an expression.
 template <class F, class... X>
-  requires(operand<X> && ...) && (is_expression_v<X> || ...)
-auto make_function(F f, X&&... x) {
+requires(operand<X>&&...) && (is_expression_v<X> || ...) auto make_function(F f, X&&... x) {
   using scalar = detail::scalar_type_t<X...>;
   return function_expr<F, decltype(detail::as_operand<scalar>(std::forward<X>(x)))...>(
       std::move(f), detail::as_operand<scalar>(std::forward<X>(x))...);

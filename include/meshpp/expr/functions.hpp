@@ -24,47 +24,69 @@ namespace meshpp {
 namespace fn {
 struct plus {
   template <class A, class B>
-  auto operator()(A a, B b) const { return a + b; }
+  auto operator()(A a, B b) const {
+    return a + b;
+  }
 };
 struct minus {
   template <class A, class B>
-  auto operator()(A a, B b) const { return a - b; }
+  auto operator()(A a, B b) const {
+    return a - b;
+  }
 };
 struct multiplies {
   template <class A, class B>
-  auto operator()(A a, B b) const { return a * b; }
+  auto operator()(A a, B b) const {
+    return a * b;
+  }
 };
 struct divides {
   template <class A, class B>
-  auto operator()(A a, B b) const { return a / b; }
+  auto operator()(A a, B b) const {
+    return a / b;
+  }
 };
 struct negate {
   template <class A>
-  A operator()(A a) const { return -a; }
+  A operator()(A a) const {
+    return -a;
+  }
 };
 struct less {
   template <class A, class B>
-  bool operator()(A a, B b) const { return a < b; }
+  bool operator()(A a, B b) const {
+    return a < b;
+  }
 };
 struct less_equal {
   template <class A, class B>
-  bool operator()(A a, B b) const { return a <= b; }
+  bool operator()(A a, B b) const {
+    return a <= b;
+  }
 };
 struct greater {
   template <class A, class B>
-  bool operator()(A a, B b) const { return a > b; }
+  bool operator()(A a, B b) const {
+    return a > b;
+  }
 };
 struct greater_equal {
   template <class A, class B>
-  bool operator()(A a, B b) const { return a >= b; }
+  bool operator()(A a, B b) const {
+    return a >= b;
+  }
 };
 struct equal_to {
   template <class A, class B>
-  bool operator()(A a, B b) const { return a == b; }
+  bool operator()(A a, B b) const {
+    return a == b;
+  }
 };
 struct not_equal_to {
   template <class A, class B>
-  bool operator()(A a, B b) const { return a != b; }
+  bool operator()(A a, B b) const {
+    return a != b;
+  }
 };
 struct where {
   template <class C, class A, class B>
@@ -74,36 +96,52 @@ struct where {
 };
 struct abs {
   template <class A>
-  A operator()(A a) const { return a < A(0) ? -a : a; }
+  A operator()(A a) const {
+    return a < A(0) ? -a : a;
+  }
 };
 struct exp {
   template <class A>
-  A operator()(A a) const { return std::exp(a); }
+  A operator()(A a) const {
+    return std::exp(a);
+  }
 };
 struct log {
   template <class A>
-  A operator()(A a) const { return std::log(a); }
+  A operator()(A a) const {
+    return std::log(a);
+  }
 };
 struct sqrt {
   template <class A>
-  A operator()(A a) const { return std::sqrt(a); }
+  A operator()(A a) const {
+    return std::sqrt(a);
+  }
 };
 struct rsqrt {
   template <class A>
-  A operator()(A a) const { return A(1) / std::sqrt(a); }
+  A operator()(A a) const {
+    return A(1) / std::sqrt(a);
+  }
 };
 struct tanh {
   template <class A>
-  A operator()(A a) const { return std::tanh(a); }
+  A operator()(A a) const {
+    return std::tanh(a);
+  }
 };
 struct sigmoid {
   template <class A>
-  A operator()(A a) const { return A(1) / (A(1) + std::exp(-a)); }
+  A operator()(A a) const {
+    return A(1) / (A(1) + std::exp(-a));
+  }
 };
 struct relu {
   // NaN stays NaN: the comparison is false for it and it is returned as is
   template <class A>
-  A operator()(A a) const { return a < A(0) ? A(0) : a; }
+  A operator()(A a) const {
+    return a < A(0) ? A(0) : a;
+  }
 };
 struct gelu {
   // the exact form, x * Phi(x), as in Hendrycks & Gimpel (2016)
@@ -114,83 +152,89 @@ struct gelu {
 };
 struct pow {
   template <class A, class B>
-  auto operator()(A a, B b) const { return std::pow(a, b); }
+  auto operator()(A a, B b) const {
+    return std::pow(a, b);
+  }
 };
 struct maximum {
   template <class A, class B>
-  auto operator()(A a, B b) const { return a < b ? b : a; }
+  auto operator()(A a, B b) const {
+    return a < b ? b : a;
+  }
 };
 struct minimum {
   template <class A, class B>
-  auto operator()(A a, B b) const { return b < a ? b : a; }
+  auto operator()(A a, B b) const {
+    return b < a ? b : a;
+  }
 };
 template <class U>
 struct cast {
   template <class A>
-  U operator()(A a) const { return static_cast<U>(a); }
+  U operator()(A a) const {
+    return static_cast<U>(a);
+  }
 };
 }  // namespace fn
 
 // Binary operators: at least one side is an expression; the other may be a scalar.
 template <class A, class B>
-  requires operand<A> && operand<B> && (is_expression_v<A> || is_expression_v<B>)
-auto operator+(A&& a, B&& b) {
+requires operand<A> && operand<B> &&(is_expression_v<A> || is_expression_v<B>)auto operator+(
+    A&& a, B&& b) {
   return make_function(fn::plus{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-  requires operand<A> && operand<B> && (is_expression_v<A> || is_expression_v<B>)
-auto operator-(A&& a, B&& b) {
+requires operand<A> && operand<B> &&(is_expression_v<A> || is_expression_v<B>)auto operator-(
+    A&& a, B&& b) {
   return make_function(fn::minus{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-  requires operand<A> && operand<B> && (is_expression_v<A> || is_expression_v<B>)
-auto operator*(A&& a, B&& b) {
+requires operand<A> && operand<B> &&(is_expression_v<A> || is_expression_v<B>)auto operator*(
+    A&& a, B&& b) {
   return make_function(fn::multiplies{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-  requires operand<A> && operand<B> && (is_expression_v<A> || is_expression_v<B>)
-auto operator/(A&& a, B&& b) {
+requires operand<A> && operand<B> &&(is_expression_v<A> || is_expression_v<B>)auto operator/(
+    A&& a, B&& b) {
   return make_function(fn::divides{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-  requires operand<A> && operand<B> && (is_expression_v<A> || is_expression_v<B>)
-auto operator<(A&& a, B&& b) {
+requires operand<A> && operand<B> &&(is_expression_v<A> || is_expression_v<B>)auto operator<(
+    A&& a, B&& b) {
   return make_function(fn::less{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-  requires operand<A> && operand<B> && (is_expression_v<A> || is_expression_v<B>)
-auto operator<=(A&& a, B&& b) {
+requires operand<A> && operand<B> &&(is_expression_v<A> || is_expression_v<B>)auto operator<=(
+    A&& a, B&& b) {
   return make_function(fn::less_equal{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-  requires operand<A> && operand<B> && (is_expression_v<A> || is_expression_v<B>)
-auto operator>(A&& a, B&& b) {
+requires operand<A> && operand<B> &&(is_expression_v<A> || is_expression_v<B>)auto operator>(
+    A&& a, B&& b) {
   return make_function(fn::greater{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-  requires operand<A> && operand<B> && (is_expression_v<A> || is_expression_v<B>)
-auto operator>=(A&& a, B&& b) {
+requires operand<A> && operand<B> &&(is_expression_v<A> || is_expression_v<B>)auto operator>=(
+    A&& a, B&& b) {
   return make_function(fn::greater_equal{}, std::forward<A>(a), std::forward<B>(b));
 }
 // equal(a, b), not_equal(a, b): element-wise == and != (the operators are left alone, so
 // they never mean something other than comparing whole values)
 template <class A, class B>
-  requires operand<A> && operand<B> && (is_expression_v<A> || is_expression_v<B>)
-auto equal(A&& a, B&& b) {
+requires operand<A> && operand<B> &&
+    (is_expression_v<A> || is_expression_v<B>)auto equal(A&& a, B&& b) {
   return make_function(fn::equal_to{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-  requires operand<A> && operand<B> && (is_expression_v<A> || is_expression_v<B>)
-auto not_equal(A&& a, B&& b) {
+requires operand<A> && operand<B> &&
+    (is_expression_v<A> || is_expression_v<B>)auto not_equal(A&& a, B&& b) {
   return make_function(fn::not_equal_to{}, std::forward<A>(a), std::forward<B>(b));
 }
 
 // -a
 template <class A>
-  requires is_expression_v<A>
-auto operator-(A&& a) {
-  return make_function(fn::negate{}, std::forward<A>(a));
-}
+requires is_expression_v<A>
+auto operator-(A&& a) { return make_function(fn::negate{}, std::forward<A>(a)); }
 
 namespace detail {
 // where_scalar_t<A, B>: the type where()'s scalar branches take: that of the first of a, b
@@ -201,15 +245,14 @@ struct where_scalar {
   using type = scalar_type_t<A, B>;
 };
 template <class A, class B>
-  requires(!is_expression_v<A> && !is_expression_v<B>)
-struct where_scalar<A, B> {
+requires(!is_expression_v<A> && !is_expression_v<B>) struct where_scalar<A, B> {
   using type = std::common_type_t<std::remove_cvref_t<A>, std::remove_cvref_t<B>>;
 };
 }  // namespace detail
 
 // where(cond, a, b): a where cond holds, b elsewhere
 template <class C, class A, class B>
-  requires is_expression_v<C> && operand<A> && operand<B>
+requires is_expression_v<C> && operand<A> && operand<B>
 auto where(C&& c, A&& a, B&& b) {
   using scalar = typename detail::where_scalar<A, B>::type;
   return function_expr<fn::where, decltype(detail::as_operand<bool>(std::forward<C>(c))),
@@ -221,12 +264,10 @@ auto where(C&& c, A&& a, B&& b) {
 }
 
 // Unary functions: abs(a), exp(a), ...
-#define MESHPP_UNARY_FUNCTION(NAME)                        \
-  template <class A>                                       \
-    requires is_expression_v<A>                            \
-  auto NAME(A&& a) {                                       \
-    return make_function(fn::NAME{}, std::forward<A>(a));  \
-  }
+#define MESHPP_UNARY_FUNCTION(NAME) \
+  template <class A>                \
+  requires is_expression_v<A>       \
+  auto NAME(A&& a) { return make_function(fn::NAME{}, std::forward<A>(a)); }
 MESHPP_UNARY_FUNCTION(abs)
 MESHPP_UNARY_FUNCTION(exp)
 MESHPP_UNARY_FUNCTION(log)
@@ -240,26 +281,24 @@ MESHPP_UNARY_FUNCTION(gelu)
 
 // pow(a, b), maximum(a, b), minimum(a, b): at least one side an expression
 template <class A, class B>
-  requires operand<A> && operand<B> && (is_expression_v<A> || is_expression_v<B>)
-auto pow(A&& a, B&& b) {
+requires operand<A> && operand<B> &&
+    (is_expression_v<A> || is_expression_v<B>)auto pow(A&& a, B&& b) {
   return make_function(fn::pow{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-  requires operand<A> && operand<B> && (is_expression_v<A> || is_expression_v<B>)
-auto maximum(A&& a, B&& b) {
+requires operand<A> && operand<B> &&
+    (is_expression_v<A> || is_expression_v<B>)auto maximum(A&& a, B&& b) {
   return make_function(fn::maximum{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-  requires operand<A> && operand<B> && (is_expression_v<A> || is_expression_v<B>)
-auto minimum(A&& a, B&& b) {
+requires operand<A> && operand<B> &&
+    (is_expression_v<A> || is_expression_v<B>)auto minimum(A&& a, B&& b) {
   return make_function(fn::minimum{}, std::forward<A>(a), std::forward<B>(b));
 }
 
 // cast<U>(a)
 template <class U, class A>
-  requires is_expression_v<A>
-auto cast(A&& a) {
-  return make_function(fn::cast<U>{}, std::forward<A>(a));
-}
+requires is_expression_v<A>
+auto cast(A&& a) { return make_function(fn::cast<U>{}, std::forward<A>(a)); }
 
 }  // namespace meshpp

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "meshpp/comm/collectives.hpp"
+#include "meshpp/core/blocks.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
@@ -36,7 +37,6 @@
 #include "meshpp/expr/expression.hpp"
 #include "meshpp/ops/reduce.hpp"
 #include "meshpp/ops/relayout.hpp"
-#include "meshpp/core/blocks.hpp"
 
 namespace meshpp {
 
@@ -86,8 +86,8 @@ template <class Out, class SA, class SB>
 struct first_output_dim_in_no_input;
 template <class... Out, class SA, class SB>
 struct first_output_dim_in_no_input<shape<Out...>, SA, SB> {
-  using type = first_found_t<
-      std::conditional_t<contains_v<SA, Out> || contains_v<SB, Out>, no_dim, Out>...>;
+  using type =
+      first_found_t<std::conditional_t<contains_v<SA, Out> || contains_v<SB, Out>, no_dim, Out>...>;
 };
 
 /// What einsum<Out>(a, b) checks at compile time; each member names the offender, or no_dim.
@@ -100,10 +100,10 @@ struct einsum_check {
   using conflict = typename plan::merge::conflict;  // b's rule
   using conflict_with = rule_in_t<typename A::layout_type, conflict>;
   using clash = mesh_dim_clash<typename plan::full_layout>;
-  static constexpr bool ok =
-      std::is_same_v<missing_output_dim, no_dim> && std::is_same_v<conflict, no_dim> &&
-      std::is_same_v<typename clash::first, no_dim> &&
-      std::is_same_v<typename A::mesh_type, typename B::mesh_type>;
+  static constexpr bool ok = std::is_same_v<missing_output_dim, no_dim> &&
+                             std::is_same_v<conflict, no_dim> &&
+                             std::is_same_v<typename clash::first, no_dim> &&
+                             std::is_same_v<typename A::mesh_type, typename B::mesh_type>;
 };
 
 template <class Fr>
@@ -206,8 +206,10 @@ template <class Out, class XA, class XB>
 auto einsum_sizes(const XA& a, const XB& b) {
   return [&]<class... Dims>(shape<Dims...>*) {
     [[maybe_unused]] auto size = [&]<class D>(D*) {  // unused when Out is shape<> (a dot product)
-      if constexpr (contains_v<typename XA::shape_type, D>) return a.template size<D>();
-      else return b.template size<D>();
+      if constexpr (contains_v<typename XA::shape_type, D>)
+        return a.template size<D>();
+      else
+        return b.template size<D>();
     };
     return extents<Dims...>{dim_extent<Dims>{size(static_cast<Dims*>(nullptr))}...};
   }(static_cast<Out*>(nullptr));
@@ -220,11 +222,14 @@ template <class Out, class Natural, class Requested, class Summed>
 struct scatter_plan {
   template <class D>
   static constexpr bool scattered = [] {
-    if constexpr (is_split_in_v<Natural, D> || !is_split_in_v<Requested, D>) return false;
-    else return contains_v<Summed, mesh_dim_of_t<Requested, D>>;
+    if constexpr (is_split_in_v<Natural, D> || !is_split_in_v<Requested, D>)
+      return false;
+    else
+      return contains_v<Summed, mesh_dim_of_t<Requested, D>>;
   }();
   template <class D>
-  using rule = std::conditional_t<scattered<D>, layout<split<D, mesh_dim_of_t<Requested, D>>>, layout<>>;
+  using rule =
+      std::conditional_t<scattered<D>, layout<split<D, mesh_dim_of_t<Requested, D>>>, layout<>>;
   using rules = decltype([]<class... Dims>(shape<Dims...>*) {
     return (layout<>{} + ... + rule<Dims>{});
   }(static_cast<Out*>(nullptr)));
@@ -294,8 +299,8 @@ auto einsum2(const A& a_in, const B& b_in) {
     using d = dim_at_t<typename plan::shared, i.value>;
     if (a.template size<d>() != b.template size<d>()) {
       throw error("meshpp::einsum: the inputs disagree on the size of dim '" +
-                  std::string(d::name()) + "': " + std::to_string(a.template size<d>()) +
-                  " and " + std::to_string(b.template size<d>()));
+                  std::string(d::name()) + "': " + std::to_string(a.template size<d>()) + " and " +
+                  std::to_string(b.template size<d>()));
     }
   });
 
@@ -305,26 +310,36 @@ auto einsum2(const A& a_in, const B& b_in) {
   // Dims in one input only, not in the output: summed out locally first (partial sums when
   // split; the final allreduce completes them).
   auto reduced_a = [&]() -> decltype(auto) {
-    if constexpr (plan::a_only::rank == 0) return (a);
-    else return tensor_leaf<decltype(reduce_local<op::sum, shape_difference_t<SA, typename plan::a_only>>(a)), true>(
-        reduce_local<op::sum, shape_difference_t<SA, typename plan::a_only>>(a));
+    if constexpr (plan::a_only::rank == 0)
+      return (a);
+    else
+      return tensor_leaf<
+          decltype(reduce_local<op::sum, shape_difference_t<SA, typename plan::a_only>>(a)), true>(
+          reduce_local<op::sum, shape_difference_t<SA, typename plan::a_only>>(a));
   };
   auto reduced_b = [&]() -> decltype(auto) {
-    if constexpr (plan::b_only::rank == 0) return (b);
-    else return tensor_leaf<decltype(reduce_local<op::sum, shape_difference_t<SB, typename plan::b_only>>(b)), true>(
-        reduce_local<op::sum, shape_difference_t<SB, typename plan::b_only>>(b));
+    if constexpr (plan::b_only::rank == 0)
+      return (b);
+    else
+      return tensor_leaf<
+          decltype(reduce_local<op::sum, shape_difference_t<SB, typename plan::b_only>>(b)), true>(
+          reduce_local<op::sum, shape_difference_t<SB, typename plan::b_only>>(b));
   };
   const auto& ra = reduced_a();
   const auto& rb = reduced_b();
 
   using L = typename plan::full_layout;
   auto ga = [&] {
-    if constexpr (requires { ra.get(); }) return prepare<typename plan::a_order, typename plan::a_order_t, L, T>(ra.get(), mesh);
-    else return prepare<typename plan::a_order, typename plan::a_order_t, L, T>(ra, mesh);
+    if constexpr (requires { ra.get(); })
+      return prepare<typename plan::a_order, typename plan::a_order_t, L, T>(ra.get(), mesh);
+    else
+      return prepare<typename plan::a_order, typename plan::a_order_t, L, T>(ra, mesh);
   }();
   auto gb = [&] {
-    if constexpr (requires { rb.get(); }) return prepare<typename plan::b_order, typename plan::b_order_t, L, T>(rb.get(), mesh);
-    else return prepare<typename plan::b_order, typename plan::b_order_t, L, T>(rb, mesh);
+    if constexpr (requires { rb.get(); })
+      return prepare<typename plan::b_order, typename plan::b_order_t, L, T>(rb.get(), mesh);
+    else
+      return prepare<typename plan::b_order, typename plan::b_order_t, L, T>(rb, mesh);
   }();
 
   // Local group sizes, from the frame of the output order [batch, M, N] and of K.
@@ -335,7 +350,8 @@ auto einsum2(const A& a_in, const B& b_in) {
   const std::size_t n = product_of(fr_c, plan::batch::rank + plan::m::rank, plan::n::rank);
   std::size_t k = 1;
   {
-    const auto fr_k = local_frame<typename plan::contract, layout_for_t<L, typename plan::contract>>(mesh, a);
+    const auto fr_k =
+        local_frame<typename plan::contract, layout_for_t<L, typename plan::contract>>(mesh, a);
     for (std::size_t v : fr_k.extent) k *= v;
   }
 
@@ -370,7 +386,8 @@ auto einsum2(const A& a_in, const B& b_in) {
     return out;
   } else {
     using requested = layout_for_t<OutRules, Out>;
-    using sp = scatter_plan<Out, typename plan::out_layout, requested, typename plan::summed_mesh_dims>;
+    using sp =
+        scatter_plan<Out, typename plan::out_layout, requested, typename plan::summed_mesh_dims>;
     allreduce<over_t<typename sp::allreduced>, op::sum>::run(
         mesh, std::span(out.local().data(), out.local().size()));
     return relayout<requested>(reduce_scatter_all(out, static_cast<typename sp::rules*>(nullptr)));
@@ -381,17 +398,18 @@ auto einsum2(const A& a_in, const B& b_in) {
 
 // einsum<Out>(a, b): the sum over every dim not in Out of the products a * b, by name.
 template <class Out, class A, class B>
-  requires is_shape_v<Out> && is_expression_v<A> && is_expression_v<B>
+requires is_shape_v<Out> && is_expression_v<A> && is_expression_v<B>
 auto einsum(const A& a, const B& b) {
   using check = detail::einsum_check<Out, A, B>;
   static_assert(offending::output_dim_appears_in_no_input<typename check::missing_output_dim>,
                 "meshpp::einsum<Out>(a, b): an output dim appears in no input");
   // If this fails, a dim of both inputs is split over one mesh dim in a and another in b:
   // no rank holds matching stripes of both. The condition names a's rule and b's rule.
-  static_assert(offending::inputs_split_a_shared_dim_over_two_mesh_dims<
-                    typename check::conflict_with, typename check::conflict>,
-                "meshpp::einsum<Out>(a, b): a dim of both inputs is split over different mesh "
-                "dims in each; relayout one of them first");
+  static_assert(
+      offending::inputs_split_a_shared_dim_over_two_mesh_dims<typename check::conflict_with,
+                                                              typename check::conflict>,
+      "meshpp::einsum<Out>(a, b): a dim of both inputs is split over different mesh "
+      "dims in each; relayout one of them first");
   // If this fails, each input's layout is legal but together they split two dims of the
   // computation (output, contracted or summed out) over one mesh dim (Mesh-TensorFlow paper
   // 8.5): the condition names the two rules.
@@ -399,9 +417,9 @@ auto einsum(const A& a, const B& b) {
                                                                   typename check::clash::second>,
                 "meshpp::einsum<Out>(a, b): the inputs' layouts put two dims of the computation "
                 "(output or summed) on one mesh dim");
-  static_assert(offending::inputs_on_meshes_of_different_types<typename A::mesh_type,
-                                                               typename B::mesh_type>,
-                "meshpp::einsum<Out>(a, b): the inputs live on meshes of different types");
+  static_assert(
+      offending::inputs_on_meshes_of_different_types<typename A::mesh_type, typename B::mesh_type>,
+      "meshpp::einsum<Out>(a, b): the inputs live on meshes of different types");
   if constexpr (check::ok) return detail::einsum2<Out, void>(a, b);  // else: only the errors above
 }
 
@@ -412,12 +430,13 @@ auto einsum(const A& a, const B& b) {
 // natural layout is a relayout (relayout.hpp).
 //   [b/rows, h] x [h, io/cols]... einsum<shape<b, io>, layout<split<b, rows>, split<io, cols>>>
 template <class Out, class OutRules, class A, class B>
-  requires is_shape_v<Out> && is_layout_v<OutRules> && is_expression_v<A> && is_expression_v<B>
+requires is_shape_v<Out> && is_layout_v<OutRules> && is_expression_v<A> && is_expression_v<B>
 auto einsum(const A& a, const B& b) {
   using check = detail::einsum_check<Out, A, B>;
   using requested = layout_for_t<OutRules, Out>;
-  static_assert(check::ok, "meshpp::einsum<Out, OutRules>(a, b): einsum<Out>(a, b) is not legal "
-                           "(compile einsum<Out>(a, b) for the reason)");
+  static_assert(check::ok,
+                "meshpp::einsum<Out, OutRules>(a, b): einsum<Out>(a, b) is not legal "
+                "(compile einsum<Out>(a, b) for the reason)");
   static_assert(offending::result_has_two_dims_on_one_mesh_dim<
                     typename detail::mesh_dim_clash<requested>::first,
                     typename detail::mesh_dim_clash<requested>::second>,
@@ -425,8 +444,8 @@ auto einsum(const A& a, const B& b) {
                 "on one mesh dim");
   if constexpr (check::ok) {
     // The requested layout's sizes are checked first, on every rank, before any collective.
-    using final_t = tensor<std::common_type_t<typename A::value_type, typename B::value_type>,
-                           Out, requested, typename A::mesh_type>;
+    using final_t = tensor<std::common_type_t<typename A::value_type, typename B::value_type>, Out,
+                           requested, typename A::mesh_type>;
     (void)final_t(*detail::as_expression(a).mesh_ptr(),
                   detail::einsum_sizes<Out>(detail::as_expression(a), detail::as_expression(b)),
                   final_t::uninitialized);
@@ -436,7 +455,7 @@ auto einsum(const A& a, const B& b) {
 
 // einsum<Out>(a): a transposed to Out, with a's other dims summed out (reduce_sum<Out>)
 template <class Out, class A>
-  requires is_shape_v<Out> && is_expression_v<A>
+requires is_shape_v<Out> && is_expression_v<A>
 auto einsum(const A& a) {
   using missing_output_dim =
       typename detail::first_output_dim_in_no_input<Out, typename A::shape_type, shape<>>::type;

@@ -33,25 +33,32 @@ template <class Dim, class Shape>
 inline constexpr bool output_dim_not_in_operand = std::is_same_v<Dim, detail::no_dim>;
 }  // namespace offending
 
-
 namespace detail {
 
 template <class Op, class T>
 constexpr T identity() {
-  if constexpr (std::is_same_v<Op, op::sum>) return T(0);
+  if constexpr (std::is_same_v<Op, op::sum>)
+    return T(0);
   else if constexpr (std::is_same_v<Op, op::max>) {
-    if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
-    else return std::numeric_limits<T>::lowest();
+    if constexpr (std::numeric_limits<T>::has_infinity)
+      return -std::numeric_limits<T>::infinity();
+    else
+      return std::numeric_limits<T>::lowest();
   } else {
-    if constexpr (std::numeric_limits<T>::has_infinity) return std::numeric_limits<T>::infinity();
-    else return std::numeric_limits<T>::max();
+    if constexpr (std::numeric_limits<T>::has_infinity)
+      return std::numeric_limits<T>::infinity();
+    else
+      return std::numeric_limits<T>::max();
   }
 }
 template <class Op, class T>
 T combine(T a, T b) {
-  if constexpr (std::is_same_v<Op, op::sum>) return a + b;
-  else if constexpr (std::is_same_v<Op, op::max>) return b > a ? b : a;
-  else return b < a ? b : a;
+  if constexpr (std::is_same_v<Op, op::sum>)
+    return a + b;
+  else if constexpr (std::is_same_v<Op, op::max>)
+    return b > a ? b : a;
+  else
+    return b < a ? b : a;
 }
 
 template <class Out, class E>
@@ -60,7 +67,6 @@ auto extents_of(const E& e) {
     return extents<Dims...>{dim_extent<Dims>{e.template size<Dims>()}...};
   }(static_cast<Out*>(nullptr));
 }
-
 
 // reduce_local<Op, Out>(e, mesh): the local part of a reduction of e to the dims Out, in a
 // tensor laid out like e on Out's dims (not yet combined across ranks).
@@ -84,15 +90,18 @@ auto reduce_local(const E& e) {
   const auto out_strides = row_major_strides<Out::rank>(out.local().shape());
   for_each_index<n>([&](auto i) {
     using d = dim_at_t<S, i.value>;
-    if constexpr (contains_v<Out, d>) acc.stride[i] = out_strides[index_of_v<Out, d>];
-    else acc.stride[i] = 0;
+    if constexpr (contains_v<Out, d>)
+      acc.stride[i] = out_strides[index_of_v<Out, d>];
+    else
+      acc.stride[i] = 0;
   });
   auto cursors = group(acc, source);
   for_each_row<n>(fr.extent, cursors, [&](std::size_t len) {
     constexpr access a = access_of<Out, S>();
     if constexpr (a == access::invariant) {
       T total = *acc.ptr;
-      for (std::size_t j = 0; j < len; ++j) total = combine<Op>(total, static_cast<T>(source.at(j)));
+      for (std::size_t j = 0; j < len; ++j)
+        total = combine<Op>(total, static_cast<T>(source.at(j)));
       *acc.ptr = total;
     } else if constexpr (a == access::contiguous) {
       T* __restrict o = acc.ptr;
@@ -135,8 +144,8 @@ struct reduce_output<S, shape<Out...>> {
 };
 template <class S, class... Ts>
 inline constexpr bool reduce_names_known_dims_v =
-    std::is_same_v<typename reduce_output<S, Ts...>::unknown_reduced_dim, no_dim> &&
-    std::is_same_v<typename reduce_output<S, Ts...>::unknown_output_dim, no_dim>;
+    std::is_same_v<typename reduce_output<S, Ts...>::unknown_reduced_dim, no_dim>&&
+        std::is_same_v<typename reduce_output<S, Ts...>::unknown_output_dim, no_dim>;
 
 // reduce<Op, E, Ts...>(e): the work of the reduce_x<Ts...>(e) below, once their checks passed
 template <class Op, class E, class... Ts>
@@ -157,26 +166,27 @@ auto reduce(const E& e) {
 // in the user's terms; the conditions name the dim and x's shape.
 
 // The checks of reduce_x<Ts...>(e), with the function's own name in the messages.
-#define MESHPP_REDUCE_CHECKS(NAME)                                                              \
-  using S = typename E::shape_type;                                                             \
-  using names = detail::reduce_output<S, Ts...>;                                                \
+#define MESHPP_REDUCE_CHECKS(NAME)                                                             \
+  using S = typename E::shape_type;                                                            \
+  using names = detail::reduce_output<S, Ts...>;                                               \
   static_assert(offending::reduced_dim_not_in_operand<typename names::unknown_reduced_dim, S>, \
-                "meshpp::" #NAME "<Dims...>(x): x has no dim of that name to reduce");          \
+                "meshpp::" #NAME "<Dims...>(x): x has no dim of that name to reduce");         \
   static_assert(offending::output_dim_not_in_operand<typename names::unknown_output_dim, S>,   \
-                "meshpp::" #NAME "<shape<Out...>>(x): the output shape names a dim x does not " \
+                "meshpp::" #NAME                                                               \
+                "<shape<Out...>>(x): the output shape names a dim x does not "                 \
                 "have")
 
 // reduce_sum<Dims...>(e), reduce_sum<shape<Out...>>(e), reduce_sum(e); likewise reduce_max
 // and reduce_min
-#define MESHPP_REDUCTION(NAME, OP)                                                   \
-  template <class... Ts, class E>                                                    \
-    requires is_expression_v<E>                                                      \
-  auto NAME(const E& e) {                                                            \
-    MESHPP_REDUCE_CHECKS(NAME);                                                      \
-    if constexpr (detail::reduce_names_known_dims_v<S, Ts...>) {                     \
-      return detail::reduce<OP, std::remove_cvref_t<decltype(detail::as_expression(e))>, \
-                            Ts...>(detail::as_expression(e));                        \
-    }                                                                                \
+#define MESHPP_REDUCTION(NAME, OP)                                                               \
+  template <class... Ts, class E>                                                                \
+  requires is_expression_v<E>                                                                    \
+  auto NAME(const E& e) {                                                                        \
+    MESHPP_REDUCE_CHECKS(NAME);                                                                  \
+    if constexpr (detail::reduce_names_known_dims_v<S, Ts...>) {                                 \
+      return detail::reduce<OP, std::remove_cvref_t<decltype(detail::as_expression(e))>, Ts...>( \
+          detail::as_expression(e));                                                             \
+    }                                                                                            \
   }
 MESHPP_REDUCTION(reduce_sum, op::sum)
 MESHPP_REDUCTION(reduce_max, op::max)
@@ -186,7 +196,7 @@ MESHPP_REDUCTION(reduce_min, op::min)
 // reduce_mean<Dims...>(e), reduce_mean<shape<Out...>>(e), reduce_mean(e): the sum divided
 // by the number of elements reduced (global sizes)
 template <class... Ts, class E>
-  requires is_expression_v<E>
+requires is_expression_v<E>
 auto reduce_mean(const E& e) {
   MESHPP_REDUCE_CHECKS(reduce_mean);
   if constexpr (detail::reduce_names_known_dims_v<S, Ts...>) {

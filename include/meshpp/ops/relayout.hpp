@@ -164,7 +164,8 @@ void apply_step(const Mesh& mesh, const relayout_step& s, const T* src,
       const bool in_place = outermost(out_ext, s.leaving);
       scratch<T> blocks(in_place ? 0 : count * p);
       T* gathered = in_place ? dst : blocks.data();
-      allgather<over<M>>::run(mesh, std::span<const T>(src, count), std::span<T>(gathered, count * p));
+      allgather<over<M>>::run(mesh, std::span<const T>(src, count),
+                              std::span<T>(gathered, count * p));
       if (!in_place) {
         for (std::size_t j = 0; j < p; ++j) {
           copy_box(blocks.data() + j * count, ext, zero, dst, out_ext,
@@ -203,7 +204,7 @@ void apply_step(const Mesh& mesh, const relayout_step& s, const T* src,
 // relayout<NewRules>(t): t laid out by NewRules (restricted to t's dims). Communicates
 // exactly as the header comment says; returns a copy when the layout does not change.
 template <class NewRules, class Tensor>
-  requires is_tensor_v<Tensor> && is_layout_v<NewRules>
+requires is_tensor_v<Tensor> && is_layout_v<NewRules>
 auto relayout(const Tensor& t) {
   using S = typename Tensor::shape_type;
   using Mesh = typename Tensor::mesh_type;
@@ -223,9 +224,9 @@ auto relayout(const Tensor& t) {
   if constexpr (std::is_same_v<to_layout, typename Tensor::layout_type>) {
     return result_t(t);
   } else {
-    constexpr auto plan = detail::plan_relayout(
-        detail::assignment<S, typename Tensor::layout_type, axes>(),
-        detail::assignment<S, to_layout, axes>());
+    constexpr auto plan =
+        detail::plan_relayout(detail::assignment<S, typename Tensor::layout_type, axes>(),
+                              detail::assignment<S, to_layout, axes>());
     // Steps run from buffer to buffer; the last writes straight into the result.
     result_t out(t.mesh(), t.sizes(), result_t::uninitialized);
     detail::scratch<T> current, next;

@@ -133,13 +133,15 @@ void remap_along(const Tensor& t, long delta, bool wrap, OutRange&& out_range,
 // with_size<Dim>(sizes, n): the same extents with Dim's size n
 template <class Dim, class... Dims>
 extents<Dims...> with_size(const extents<Dims...>& e, std::size_t n) {
-  return extents<Dims...>{dim_extent<Dims>{std::is_same_v<Dims, Dim> ? n : e.template get<Dims>()}...};
+  return extents<Dims...>{
+      dim_extent<Dims>{std::is_same_v<Dims, Dim> ? n : e.template get<Dims>()}...};
 }
 
 // block_range(t_out): member q's output range along Dim under t_out's layout
 template <class Dim, class Tensor>
 auto block_ranges(const Tensor& out) {
-  const long la = static_cast<long>(out.local_shape()[index_of_v<typename Tensor::shape_type, Dim>]);
+  const long la =
+      static_cast<long>(out.local_shape()[index_of_v<typename Tensor::shape_type, Dim>]);
   return [la](int q) { return index_range{q * la, (q + 1) * la}; };
 }
 

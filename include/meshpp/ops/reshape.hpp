@@ -73,8 +73,10 @@ struct reshape_groups {
     std::array<int, n> a{};
     for_each_index<n>([&](auto i) {
       using d = dim_at_t<From, i.value>;
-      if constexpr (contains_v<To, d>) a[i] = int(index_of_v<To, d>);
-      else a[i] = -1;
+      if constexpr (contains_v<To, d>)
+        a[i] = int(index_of_v<To, d>);
+      else
+        a[i] = -1;
     });
     return a;
   }();
@@ -129,8 +131,10 @@ template <class S, class AxesShape, auto A>
 struct layout_from {
   template <std::size_t I>
   static auto rule() {
-    if constexpr (A[I] < 0) return layout<>{};
-    else return layout<split<dim_at_t<S, I>, dim_at_t<AxesShape, std::size_t(A[I])>>>{};
+    if constexpr (A[I] < 0)
+      return layout<>{};
+    else
+      return layout<split<dim_at_t<S, I>, dim_at_t<AxesShape, std::size_t(A[I])>>>{};
   }
   using type = decltype([]<std::size_t... I>(std::index_sequence<I...>) {
     return (layout<>{} + ... + rule<I>());
@@ -182,8 +186,8 @@ std::string split_problem(const Mesh& m, const std::array<std::size_t, N>& sizes
       const std::size_t n = sizes[index_of_v<Shape, D>];
       const std::size_t p = static_cast<std::size_t>(m.template size<M>());
       if (problem.empty() && n % p != 0) {
-        append(problem, "dim '", D::name(), "' of size ", n, " is split over mesh dim '",
-               M::name(), "' of size ", p, ", and ", n, " is not divisible by ", p);
+        append(problem, "dim '", D::name(), "' of size ", n, " is split over mesh dim '", M::name(),
+               "' of size ", p, ", and ", n, " is not divisible by ", p);
       }
     };
     (check(static_cast<typename Splits::tensor_dim*>(nullptr),
@@ -219,7 +223,7 @@ struct renamed<shape<Dims...>, Old, New> {
 // (laid out by the mesh's rules). `sizes` gives the sizes of new dims (optional where a run
 // has a single new dim).
 template <class NewShape, class Tensor, class... E>
-  requires is_tensor_v<Tensor> && is_shape_v<NewShape>
+requires is_tensor_v<Tensor> && is_shape_v<NewShape>
 auto reshape(const Tensor& t, const extents<E...>& sizes) {
   using From = typename Tensor::shape_type;
   using To = NewShape;
@@ -290,14 +294,12 @@ auto reshape(const Tensor& t, const extents<E...>& sizes) {
 
 // reshape<NewShape>(t): all sizes inferred (each run of new dims has one dim)
 template <class NewShape, class Tensor>
-  requires is_tensor_v<Tensor> && is_shape_v<NewShape>
-auto reshape(const Tensor& t) {
-  return reshape<NewShape>(t, extents<>{});
-}
+requires is_tensor_v<Tensor> && is_shape_v<NewShape>
+auto reshape(const Tensor& t) { return reshape<NewShape>(t, extents<>{}); }
 
 // rename<Old, New>(t): dim Old called New (laid out by the mesh's rules for New)
 template <class Old, class New, class Tensor>
-  requires is_tensor_v<Tensor>
+requires is_tensor_v<Tensor>
 auto rename(const Tensor& t) {
   using S = typename Tensor::shape_type;
   static_assert(contains_v<S, Old> || offending::renamed_dim_not_in_tensor<Old, S>,

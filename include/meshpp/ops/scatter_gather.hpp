@@ -1,7 +1,7 @@
 // meshpp/ops/scatter_gather.hpp — between whole (global) xtensor arrays and distributed tensors.
 //
-//   auto t = scatter<batch, io>(mesh, sizes, global);   // every rank holds `global`; keeps its slice
-//   xt::xtensor<float, 2> all = gather(t);              // every rank gets the whole tensor
+//   auto t = scatter<batch, io>(mesh, sizes, global);   // every rank holds `global`; keeps its
+//   slice xt::xtensor<float, 2> all = gather(t);              // every rank gets the whole tensor
 //   auto on_root = gather(t, 0);                        // rank 0 gets it; others an empty array
 //
 // scatter:  [global array, replicated] |-> [layout slices]   local slicing, no data moved
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include <boost/mpi/datatype.hpp>
 #include <mpi.h>
+#include <boost/mpi/datatype.hpp>
 #include <xtensor/xtensor.hpp>
 
 #include "meshpp/comm/agree.hpp"
@@ -57,9 +57,8 @@ std::string shape_text(const std::array<std::size_t, N>& s) {
 // expression every rank holds whole. Throws meshpp::error on every rank if `global`'s shape
 // differs from the sizes on any rank (one small allreduce agrees on that; no data moves).
 template <class Tensor, class Global, class... E>
-  requires is_tensor_v<Tensor>
-Tensor scatter(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
-               const Global& global) {
+requires is_tensor_v<Tensor> Tensor scatter(const typename Tensor::mesh_type& m,
+                                            const extents<E...>& sizes, const Global& global) {
   using T = typename Tensor::value_type;
   constexpr std::size_t n = Tensor::rank;
   Tensor t(m, sizes, Tensor::uninitialized);
@@ -88,7 +87,7 @@ Tensor scatter(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
 }
 // scatter<Dims...>(mesh, sizes, global): laid out by the mesh's rules; T from `global`
 template <class... Dims, class Mesh, class Global, class... E>
-  requires is_mesh_v<Mesh>
+requires is_mesh_v<Mesh>
 auto scatter(const Mesh& m, const extents<E...>& sizes, const Global& global) {
   using T = std::decay_t<typename Global::value_type>;
   return scatter<tensor_of<T, shape<Dims...>, Mesh>>(m, sizes, global);
@@ -98,8 +97,8 @@ auto scatter(const Mesh& m, const extents<E...>& sizes, const Global& global) {
 // Collective over the mesh: allgather of the slices over the mesh dims the tensor is split
 // over (ranks that differ in other mesh dims hold the same slices and gather in parallel).
 template <class Tensor>
-  requires is_tensor_v<Tensor>
-xt::xtensor<typename Tensor::value_type, Tensor::rank> gather(const Tensor& t) {
+requires is_tensor_v<Tensor> xt::xtensor<typename Tensor::value_type, Tensor::rank> gather(
+    const Tensor& t) {
   using T = typename Tensor::value_type;
   const auto& m = t.mesh();
   xt::xtensor<T, Tensor::rank> whole(t.global_shape());
@@ -140,8 +139,8 @@ xt::xtensor<typename Tensor::value_type, Tensor::rank> gather(const Tensor& t) {
 // tensor (those that share root's coordinates along the mesh dims the tensor is not split
 // over). Throws meshpp::error on every rank if root is not a rank of the mesh.
 template <class Tensor>
-  requires is_tensor_v<Tensor>
-xt::xtensor<typename Tensor::value_type, Tensor::rank> gather(const Tensor& t, int root) {
+requires is_tensor_v<Tensor> xt::xtensor<typename Tensor::value_type, Tensor::rank> gather(
+    const Tensor& t, int root) {
   using T = typename Tensor::value_type;
   const auto& m = t.mesh();
   if (root < 0 || root >= m.size()) {
@@ -175,15 +174,15 @@ xt::xtensor<typename Tensor::value_type, Tensor::rank> gather(const Tensor& t, i
   const std::size_t mine = contributes(m.rank()) ? count : 0;
   m.counters().record(collective::gather, (1u << Tensor::mesh_type::ndims) - 1, mine,
                       m.rank() == root ? 0 : mine * sizeof(T));
-  MPI_Gatherv(t.local().data(), static_cast<int>(mine),
-              boost::mpi::get_mpi_datatype<T>(), blocks.data(), counts.data(), displs.data(),
-              boost::mpi::get_mpi_datatype<T>(), root, m.world());
+  MPI_Gatherv(t.local().data(), static_cast<int>(mine), boost::mpi::get_mpi_datatype<T>(),
+              blocks.data(), counts.data(), displs.data(), boost::mpi::get_mpi_datatype<T>(), root,
+              m.world());
   if (!is_root) return xt::xtensor<T, Tensor::rank>{};
   xt::xtensor<T, Tensor::rank> whole(t.global_shape());
   for (int r = 0; r < m.size(); ++r) {
     if (!contributes(r)) continue;
-    detail::copy_box(blocks.data() + displs[r], t.local_shape(), {}, whole.data(),
-                     t.global_shape(), detail::offsets_at(t, m.coordinates_of(r)), t.local_shape());
+    detail::copy_box(blocks.data() + displs[r], t.local_shape(), {}, whole.data(), t.global_shape(),
+                     detail::offsets_at(t, m.coordinates_of(r)), t.local_shape());
   }
   return whole;
 }

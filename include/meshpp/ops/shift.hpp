@@ -25,8 +25,8 @@ namespace meshpp {
 
 // shift<Dim>(t, offset, b = boundary::zero): out[i] = t[i - offset] along Dim
 template <class Dim, class Tensor>
-  requires is_tensor_v<Tensor>
-Tensor shift(const Tensor& t, long offset, boundary b = boundary::zero) {
+requires is_tensor_v<Tensor> Tensor shift(const Tensor& t, long offset,
+                                          boundary b = boundary::zero) {
   detail::check_dim_of<Dim, Tensor>();
   Tensor out(t.mesh(), t.sizes(), Tensor::uninitialized);
   if (b == boundary::zero) out.local().fill(typename Tensor::value_type{});
@@ -47,7 +47,7 @@ struct halo_slice {
 
 // halo_exchange<Dim>(t, width, b = boundary::zero)
 template <class Dim, class Tensor>
-  requires is_tensor_v<Tensor>
+requires is_tensor_v<Tensor>
 auto halo_exchange(const Tensor& t, std::size_t width, boundary b = boundary::zero) {
   detail::check_dim_of<Dim, Tensor>();
   using T = typename Tensor::value_type;
@@ -63,8 +63,10 @@ auto halo_exchange(const Tensor& t, std::size_t width, boundary b = boundary::ze
   halo_slice<T, Tensor::rank> h{xt::xtensor<T, Tensor::rank>(ext, T{}), width, ax};
   detail::remap_along<Dim>(
       t, 0, b == boundary::wrap,
-      [la, w](int q) { return detail::index_range{q * la - w, (q + 1) * la + w}; }, h.data.data(),
-      ext);
+      [la, w](int q) {
+        return detail::index_range{q * la - w, (q + 1) * la + w};
+      },
+      h.data.data(), ext);
   return h;
 }
 

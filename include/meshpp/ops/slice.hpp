@@ -41,8 +41,7 @@ constexpr void check_dim_of() {
 
 // slice<Dim>(t, begin, size)
 template <class Dim, class Tensor>
-  requires is_tensor_v<Tensor>
-Tensor slice(const Tensor& t, std::size_t begin, std::size_t size) {
+requires is_tensor_v<Tensor> Tensor slice(const Tensor& t, std::size_t begin, std::size_t size) {
   detail::check_dim_of<Dim, Tensor>();
   if (begin > t.template extent<Dim>() || size > t.template extent<Dim>() - begin) {  // no wrap
     throw error("meshpp::slice<" + std::string(Dim::name()) + ">: [" + std::to_string(begin) +
@@ -57,9 +56,8 @@ Tensor slice(const Tensor& t, std::size_t begin, std::size_t size) {
 
 // pad<Dim>(t, before, after, value = 0)
 template <class Dim, class Tensor>
-  requires is_tensor_v<Tensor>
-Tensor pad(const Tensor& t, std::size_t before, std::size_t after,
-           typename Tensor::value_type value = {}) {
+requires is_tensor_v<Tensor> Tensor pad(const Tensor& t, std::size_t before, std::size_t after,
+                                        typename Tensor::value_type value = {}) {
   detail::check_dim_of<Dim, Tensor>();
   Tensor out(t.mesh(), detail::with_size<Dim>(t.sizes(), before + t.template extent<Dim>() + after),
              Tensor::uninitialized);
@@ -71,14 +69,15 @@ Tensor pad(const Tensor& t, std::size_t before, std::size_t after,
 
 // concat<Dim>(a, b): a's then b's elements along Dim (the other dims must agree in size)
 template <class Dim, class Tensor>
-  requires is_tensor_v<Tensor>
-Tensor concat(const Tensor& a, const Tensor& b) {
+requires is_tensor_v<Tensor> Tensor concat(const Tensor& a, const Tensor& b) {
   detail::check_dim_of<Dim, Tensor>();
   detail::for_each_index<Tensor::rank>([&](auto i) {
     using d = dim_at_t<typename Tensor::shape_type, i.value>;
     if (!std::is_same_v<d, Dim> && a.template extent<d>() != b.template extent<d>()) {
-      throw error("meshpp::concat<" + std::string(Dim::name()) + ">: the inputs disagree on the "
-                  "size of dim '" + std::string(d::name()) + "'");
+      throw error("meshpp::concat<" + std::string(Dim::name()) +
+                  ">: the inputs disagree on the "
+                  "size of dim '" +
+                  std::string(d::name()) + "'");
     }
   });
   const std::size_t na = a.template extent<Dim>();
@@ -93,8 +92,8 @@ Tensor concat(const Tensor& a, const Tensor& b) {
 
 // split_along<Dim>(t, sizes): consecutive slices of those sizes, which must add up to Dim's size
 template <class Dim, class Tensor>
-  requires is_tensor_v<Tensor>
-std::vector<Tensor> split_along(const Tensor& t, const std::vector<std::size_t>& sizes) {
+requires is_tensor_v<Tensor> std::vector<Tensor> split_along(
+    const Tensor& t, const std::vector<std::size_t>& sizes) {
   detail::check_dim_of<Dim, Tensor>();
   std::size_t total = 0;
   for (std::size_t s : sizes) total += s;
