@@ -6,7 +6,8 @@
 
 namespace mp = meshpp;
 
-// clang-format off: this is the README's program, aligned as it is there
+// This is the README's program, aligned as it is there.
+// clang-format off
 
 MESHPP_DIM(batch); MESHPP_DIM(io); MESHPP_DIM(hidden);   // tensor dims
 MESHPP_DIM(rows);  MESHPP_DIM(cols);                      // mesh dims
