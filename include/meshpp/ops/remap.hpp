@@ -95,6 +95,19 @@ void remap_along(const Tensor& t, long delta, bool wrap, OutRange&& out_range,
   }
   if constexpr (is_split_in_v<L, Dim>) {
     using M = mesh_dim_of_t<L, Dim>;
+    // Every rank can tell whether anything crosses between any two members (all ranges are
+    // known everywhere): if nothing does (a shift by 0, a slice within each stripe), every
+    // rank skips the permute alike.
+    bool anything_crosses = false;
+    for (int q = 0; q < p && !anything_crosses; ++q) {
+      for (int r = 0; r < p && !anything_crosses; ++r) {
+        if (q == r) continue;
+        std::vector<remap_piece> probe;
+        remap_pieces(out_range(r), in_range(q), delta, size, wrap, probe);
+        anything_crosses = !probe.empty() && inner != 0;
+      }
+    }
+    if (!anything_crosses) return;
     std::vector<std::vector<remap_piece>> to(p), from(p);
     std::vector<int> send_counts(p, 0), recv_counts(p, 0);
     std::size_t send_total = 0, recv_total = 0;
