@@ -141,8 +141,11 @@ result run(const Mesh& mesh, const options& o, const reference* ref) {
   auto [y, dv, dbias, dw, dx] = step(&r.values_allreduced_forward);
   r.values_allreduced = mesh.counters().values(mp::collective::allreduce);
   // gathered to rank 0, the only rank that holds the reference
-  const auto gy = mp::gather(y, 0), gdv = mp::gather(dv, 0), gdbias = mp::gather(dbias, 0);
-  const auto gdw = mp::gather(dw, 0), gdx = mp::gather(dx, 0);
+  const auto gy = mp::gather(y, 0);
+  const auto gdv = mp::gather(dv, 0);
+  const auto gdbias = mp::gather(dbias, 0);
+  const auto gdw = mp::gather(dw, 0);
+  const auto gdx = mp::gather(dx, 0);
   if (ref) {
     r.max_abs_diff =
         std::max({max_diff(gy, ref->y), max_diff(gdv, ref->dv), max_diff(gdbias, ref->dbias),

@@ -59,7 +59,10 @@ void check_chain(const Mesh& m) {
   const auto b = mp::random_normal<float, batch, hidden>(m, sizes, 42);
   const auto c = mp::random_normal<float, hidden>(m, sizes, 43);
   const auto d = mp::random_normal<float, seq, batch>(m, sizes, 44);
-  const auto A = mp::gather(a), Bm = mp::gather(b), C = mp::gather(c), D = mp::gather(d);
+  const auto A = mp::gather(a);
+  const auto Bm = mp::gather(b);
+  const auto C = mp::gather(c);
+  const auto D = mp::gather(d);
 
   const auto chain = mp::relu(a * b + c) - mp::sigmoid(d) * 2;
   using bhs = mp::shape<batch, hidden, seq>;

@@ -21,6 +21,7 @@
 #include <string>
 #include <type_traits>
 
+#include "meshpp/core/config.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
@@ -161,7 +162,7 @@ void evaluate_into(const E& e, const frame<O>& fr, T* out) {
   auto cursors = group(dest, source);
   for_each_row<n>(fr.extent, cursors, [&](std::size_t len) {
     T* __restrict o = dest.ptr;
-#pragma GCC ivdep
+MESHPP_IVDEP
     for (std::size_t j = 0; j < len; ++j) o[j] = static_cast<T>(source.at(j));
   });
 }

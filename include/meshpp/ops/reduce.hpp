@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "meshpp/comm/collectives.hpp"
+#include "meshpp/core/config.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
@@ -105,7 +106,7 @@ auto reduce_local(const E& e) {
       *acc.ptr = total;
     } else if constexpr (a == access::contiguous) {
       T* __restrict o = acc.ptr;
-#pragma GCC ivdep
+MESHPP_IVDEP
       for (std::size_t j = 0; j < len; ++j) o[j] = combine<Op>(o[j], static_cast<T>(source.at(j)));
     } else {
       const std::ptrdiff_t s = acc.stride[n - 1];
