@@ -119,7 +119,7 @@ template <class T>
 struct gemm_operand {
   const T* data = nullptr;
   bool transposed = false;
-  std::vector<T> buffer;
+  scratch<T> buffer;  // overwritten whole: not zeroed first
 };
 
 // prepare<Order, OrderT, Layout>(x, mesh): x's local data over the frame `Layout` gives it,
@@ -357,7 +357,7 @@ auto einsum2(const A& a_in, const B& b_in) {
 
   constexpr bool out_is_c = std::is_same_v<Out, typename plan::c_order>;
   constexpr bool out_is_ct = !out_is_c && std::is_same_v<Out, typename plan::c_order_t>;
-  std::vector<T> c_buffer;
+  scratch<T> c_buffer;  // overwritten whole by gemm
   T* c = out.local().data();
   if constexpr (!out_is_c && !out_is_ct) {
     c_buffer.resize(nb * m * n);

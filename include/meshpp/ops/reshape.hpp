@@ -204,10 +204,22 @@ auto reshape_through(const Tensor& t, const Sizes& new_extents) {
   using middle_t =
       tensor<typename Tensor::value_type, To, typename Plan::after, typename Tensor::mesh_type>;
   middle_t middle(t.mesh(), new_extents, middle_t::uninitialized);
-  const auto before = relayout<typename Plan::before>(t);
-  std::copy(before.local().data(), before.local().data() + before.local().size(),
-            middle.local().data());
-  return relayout<typename Tensor::mesh_type::rules>(middle);
+  auto reinterpret = [&](const auto& source) {  // the one local copy of the slice
+    std::copy(source.local().data(), source.local().data() + source.local().size(),
+              middle.local().data());
+  };
+  // relayout to an unchanged layout would be one more copy of the slice: skipped
+  if constexpr (std::is_same_v<typename Plan::before, typename Tensor::layout_type>) {
+    reinterpret(t);
+  } else {
+    reinterpret(relayout<typename Plan::before>(t));
+  }
+  using target = layout_for_t<typename Tensor::mesh_type::rules, To>;
+  if constexpr (std::is_same_v<typename Plan::after, target>) {
+    return middle;
+  } else {
+    return relayout<typename Tensor::mesh_type::rules>(middle);
+  }
 }
 
 template <class S, class Old, class New>

@@ -100,37 +100,37 @@ template <class Tensor>
 requires is_tensor_v<Tensor> xt::xtensor<typename Tensor::value_type, Tensor::rank> gather(
     const Tensor& t) {
   using T = typename Tensor::value_type;
-  const auto& m = t.mesh();
-  xt::xtensor<T, Tensor::rank> whole(t.global_shape());
-  const auto& group = m.communicator(Tensor::split_mask());
-  const std::size_t count = t.local().size();
-  // xt::uvector, not std::vector: std::vector<bool> has no data() (bool tensors come from
-  // comparisons)
-  xt::uvector<T> blocks(count * static_cast<std::size_t>(group.size()));
   using split_dims = split_mesh_dims_t<typename Tensor::layout_type, typename Tensor::shape_type>;
-  if constexpr (split_dims::rank == 0) {  // held whole here: nothing to gather
-    std::copy(t.local().data(), t.local().data() + count, blocks.data());
+  if constexpr (split_dims::rank == 0) {
+    return t.local();  // held whole here: the slice is the tensor
   } else {
+    const auto& m = t.mesh();
+    xt::xtensor<T, Tensor::rank> whole(t.global_shape());
+    const auto& group = m.communicator(Tensor::split_mask());
+    const std::size_t count = t.local().size();
+    // xt::uvector, not std::vector: std::vector<bool> has no data() (bool tensors come from
+    // comparisons)
+    xt::uvector<T> blocks(count * static_cast<std::size_t>(group.size()));
     allgather<over_t<split_dims>>::run(m, std::span<const T>(t.local().data(), count),
                                        std::span<T>(blocks.data(), blocks.size()));
-  }
-  // Member j of the group sits at this rank's coordinates with those along the split mesh
-  // dims replaced by j's row-major digits.
-  constexpr unsigned mask = Tensor::split_mask();
-  for (int j = 0; j < group.size(); ++j) {
-    auto coords = m.coordinates();
-    int rest = j;
-    for (std::size_t i = Tensor::mesh_type::ndims; i-- > 0;) {
-      if (mask & (1u << i)) {
-        coords[i] = rest % m.sizes()[i];
-        rest /= m.sizes()[i];
+    // Member j of the group sits at this rank's coordinates with those along the split mesh
+    // dims replaced by j's row-major digits.
+    constexpr unsigned mask = Tensor::split_mask();
+    for (int j = 0; j < group.size(); ++j) {
+      auto coords = m.coordinates();
+      int rest = j;
+      for (std::size_t i = Tensor::mesh_type::ndims; i-- > 0;) {
+        if (mask & (1u << i)) {
+          coords[i] = rest % m.sizes()[i];
+          rest /= m.sizes()[i];
+        }
       }
+      detail::copy_box(blocks.data() + static_cast<std::size_t>(j) * count, t.local_shape(), {},
+                       whole.data(), t.global_shape(), detail::offsets_at(t, coords),
+                       t.local_shape());
     }
-    detail::copy_box(blocks.data() + static_cast<std::size_t>(j) * count, t.local_shape(), {},
-                     whole.data(), t.global_shape(), detail::offsets_at(t, coords),
-                     t.local_shape());
+    return whole;
   }
-  return whole;
 }
 
 // gather(t, root): the whole tensor on rank `root` of the mesh; an empty array elsewhere.
