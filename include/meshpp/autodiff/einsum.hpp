@@ -1,0 +1,68 @@
+// meshpp/autodiff/einsum.hpp — einsum of traced tensors, and its gradient.
+//
+//   auto h = mp::einsum<mp::shape<batch, hidden>>(x, w);   // x traced or plain, w a variable
+//
+// The gradient of an einsum is an einsum of the output's gradient with the other operand:
+//   y[batch, hidden] = x[batch, io] w[io, hidden]
+//   dx = einsum<[batch, io]>(dy, w)     contracts hidden: allreduce where hidden is split
+//   dw = einsum<[io, hidden]>(dy, x)    contracts batch: allreduce where batch is split (the
+//                                       data-parallel gradient sum)
+// so each gradient communicates what its own einsum implies and nothing more (for the
+// paper's two layers: exactly Table 1). A dim that only one operand has and the output lacks
+// was summed out of that operand alone; its gradient is broadcast back over it.
+#pragma once
+
+#include "meshpp/autodiff/elementwise.hpp"
+#include "meshpp/autodiff/traced.hpp"
+#include "meshpp/ops/einsum.hpp"
+
+namespace meshpp {
+
+namespace detail {
+// send_einsum_grad(self, g, other): d/d self of einsum(self, other), given the output's
+// gradient g
+template <class Self, class G, class Other>
+void send_einsum_grad(const std::shared_ptr<node<Self>>& self, const G& g, const Other& other) {
+  if (!self->wanted) return;
+  using S = typename Self::shape_type;
+  using reach =
+      shape_intersection_t<S, shape_union_t<typename G::shape_type, typename Other::shape_type>>;
+  if constexpr (same_dims_v<reach, S>) {
+    self->accumulate(einsum<S>(g, other));
+  } else {
+    const auto partial = einsum<reach>(g, other);
+    self->accumulate(broadcast_like(partial, self->value));
+  }
+}
+}  // namespace detail
+
+// einsum<Out>(a, b) with a traced operand (the other may be a plain tensor or expression)
+template <class Out, class A, class B>
+requires is_shape_v<Out> && detail::traced_pair<A, B> &&
+    (!std::is_arithmetic_v<A>)&&(!std::is_arithmetic_v<B>)auto einsum(const A& a, const B& b) {
+  auto ha = detail::node_of(a);
+  auto hb = detail::node_of(b);
+  auto y = einsum<Out>(ha->value, hb->value);
+  using Y = decltype(y);
+  return detail::record(
+      std::move(y),
+      [ha, hb](const Y&, const Y& g) {
+        detail::send_einsum_grad(ha, g, hb->value);
+        detail::send_einsum_grad(hb, g, ha->value);
+      },
+      ha, hb);
+}
+
+// einsum<Out>(a) of a traced tensor: a transposed to Out, its other dims summed out
+template <class Out, class A>
+requires is_shape_v<Out>
+auto einsum(const traced<A>& a) {
+  auto ha = a.node();
+  auto y = einsum<Out>(ha->value);
+  using Y = decltype(y);
+  return detail::record(
+      std::move(y),
+      [ha](const Y&, const Y& g) { detail::send(ha, detail::broadcast_like(g, ha->value)); }, ha);
+}
+
+}  // namespace meshpp

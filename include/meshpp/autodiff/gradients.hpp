@@ -1,0 +1,142 @@
+// meshpp/autodiff/gradients.hpp — reverse-mode gradients of a recorded computation.
+//
+//   auto [dw1, dw2] = gradients(loss, w1, w2);   // d loss / d w, each laid out as its w
+//   auto [dx, dw]   = vjp(y, dy, x, w);          // dy^T (d y / d x): y need not be a scalar
+//   backward(loss);                              // adds d loss / d v into every variable v's
+//                                                // grad() (what optimizers read)
+//
+// The pass visits the nodes between the loss and the requested tensors once each, latest
+// first, and runs each node's recorded backward step, which is made of named operations (see
+// autodiff/traced.hpp): its communication is what the layouts imply, nothing more. Nodes that
+// lead to no requested tensor are skipped, so asking for d loss / d w alone computes no
+// gradient for the inputs. A requested tensor the loss does not depend on gets zeros.
+#pragma once
+
+#include <algorithm>
+#include <tuple>
+#include <type_traits>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "meshpp/autodiff/traced.hpp"
+#include "meshpp/core/create.hpp"
+
+namespace meshpp {
+
+namespace offending {
+template <class LossShape>
+inline constexpr bool loss_is_not_a_scalar = LossShape::rank == 0;
+}  // namespace offending
+
+namespace detail {
+
+// topological_order(root): every node root depends on, inputs before the nodes computed
+// from them (iterative: graphs of long training steps are deep)
+inline std::vector<node_base*> topological_order(node_base* root) {
+  std::vector<node_base*> order;
+  std::unordered_set<node_base*> seen;
+  std::vector<std::pair<node_base*, std::size_t>> stack{{root, 0}};
+  seen.insert(root);
+  while (!stack.empty()) {
+    auto& [n, next] = stack.back();
+    if (next < n->inputs.size()) {
+      node_base* in = n->inputs[next++].get();
+      if (seen.insert(in).second) stack.emplace_back(in, 0);
+    } else {
+      order.push_back(n);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+// run_backward(root, seed): the pass itself. Targets must be marked (is_target) beforehand;
+// afterwards every node's gradient is cleared except the targets'.
+template <class L>
+void run_backward(node<L>& root, L seed) {
+  auto order = topological_order(&root);
+  for (node_base* n : order) {
+    n->wanted = n->is_target || std::any_of(n->inputs.begin(), n->inputs.end(),
+                                            [](const auto& in) { return in->wanted; });
+  }
+  if (root.wanted) root.accumulate(std::move(seed));
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    node_base* n = *it;
+    if (!n->wanted || !n->has_grad()) continue;
+    n->propagate();
+    if (!n->is_target) n->clear_grad();  // free it as soon as it has been sent on
+  }
+  for (node_base* n : order) {
+    n->wanted = false;
+    n->is_target = false;
+  }
+}
+
+template <class X>
+using tensor_type_of = typename std::remove_cvref_t<X>::tensor_type;
+
+// grads_for(root, seed, xs...): d root / d x for each x, seeded with `seed`; leaves the
+// gradients that variables have accumulated as they were
+template <class L, class... X>
+std::tuple<tensor_type_of<X>...> grads_for(node<L>& root, L seed, const X&... xs) {
+  static_assert((is_traced_v<std::remove_cvref_t<X>> && ...),
+                "meshpp::gradients(loss, xs...): each x must be a traced tensor or a variable "
+                "(trace() a plain tensor to ask for its gradient)");
+  // a variable's accumulated gradient is set aside for the pass, then put back
+  std::tuple<std::optional<tensor_type_of<X>>...> saved{std::move(xs.node()->grad)...};
+  (xs.node()->grad.reset(), ...);
+  (void(xs.node()->is_target = true), ...);
+  run_backward(root, std::move(seed));
+  (void(xs.node()->is_target = false), ...);  // also those the loss does not reach
+  auto take = [](const auto& x, auto& keep) {
+    auto& n = *x.node();
+    using T = tensor_type_of<decltype(x)>;
+    T g = n.grad ? std::move(*n.grad) : T(n.value.mesh(), n.value.sizes());
+    n.grad = std::move(keep);
+    return g;
+  };
+  return std::apply([&](auto&... keep) { return std::tuple{take(xs, keep)...}; }, saved);
+}
+
+}  // namespace detail
+
+// gradients(loss, xs...): the gradient of the scalar loss with respect to each x (a traced
+// tensor or a variable), each laid out as its x, as a std::tuple
+template <class L, class... X>
+auto gradients(const traced<L>& loss, const X&... xs) {
+  // If this fails, the loss has dims: a gradient needs one number to differentiate. Reduce it
+  // (reduce_sum, reduce_mean), or seed each element with vjp(y, dy, xs...).
+  static_assert(offending::loss_is_not_a_scalar<typename L::shape_type>,
+                "meshpp::gradients(loss, xs...): loss must be a scalar (a traced tensor of no "
+                "dims); reduce it first, or use vjp(y, dy, xs...)");
+  if constexpr (L::shape_type::rank == 0) {
+    return detail::grads_for(*loss.node(), ones<L>(loss.mesh(), loss.sizes()), xs...);
+  }
+}
+
+// vjp(y, dy, xs...): dy^T (d y / d x) for each x: the gradients of reduce_sum(y * dy) without
+// computing that sum. dy has y's dims (any order and layout).
+template <class Y, class DY, class... X>
+requires is_tensor_v<DY>
+auto vjp(const traced<Y>& y, const DY& dy, const X&... xs) {
+  static_assert(same_dims_v<typename DY::shape_type, typename Y::shape_type>,
+                "meshpp::vjp(y, dy, xs...): dy must have the dims of y");
+  return detail::grads_for(*y.node(), detail::conform<Y>(dy), xs...);
+}
+
+// backward(loss): adds d loss / d v to the grad() of every variable v the loss depends on
+template <class L>
+void backward(const traced<L>& loss) {
+  static_assert(offending::loss_is_not_a_scalar<typename L::shape_type>,
+                "meshpp::backward(loss): loss must be a scalar (a traced tensor of no dims); "
+                "reduce it first");
+  if constexpr (L::shape_type::rank == 0) {
+    for (detail::node_base* n : detail::topological_order(loss.node().get())) {
+      n->is_target = n->is_variable;
+    }
+    detail::run_backward(*loss.node(), ones<L>(loss.mesh(), loss.sizes()));
+  }
+}
+
+}  // namespace meshpp

@@ -1,0 +1,262 @@
+// meshpp/autodiff/traced.hpp — the gradient graph: traced tensors, variables, and the node
+// every differentiable operation records.
+//
+//   mp::variable w(mp::random_normal<float, io, hidden>(mesh, sizes, 1), "w");   // trainable
+//   auto x = mp::trace(inputs);                  // a tensor whose gradient we want, not trained
+//   auto h = mp::relu(mp::einsum<mp::shape<batch, hidden>>(x, w));   // computed and recorded
+//
+// Define-by-run: an operation with a traced operand computes its value at once (the same plan
+// and the same communication as on plain tensors) and records a node holding that value, its
+// operands' nodes, and how to send a gradient back to them (autodiff/gradients.hpp runs that
+// backwards). Plain tensors, expressions and scalars may be mixed in: they are constants of
+// the graph. Only operations that lead back to a variable or a trace()d tensor keep their
+// backward step; the rest are values alone.
+//
+// A gradient is computed by named operations too, so its communication follows from the
+// layouts exactly as the forward pass's does. Before it reaches an operand it is conformed to
+// the operand's type (conform<Tensor>(g)):
+//   [batch/rows, hidden] |-> [hidden]         dims the operand lacks (it was broadcast over
+//                                             them) are summed out: allreduce over rows
+//   [hidden/cols] |-> [hidden]                a split the operand lacks: allgather over cols
+//   [hidden] |-> [hidden/cols]                a split the operand has: local slice, free
+//   [io, hidden] |-> [hidden, io]             transposed by name, free
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "meshpp/core/layout.hpp"
+#include "meshpp/core/shape.hpp"
+#include "meshpp/core/tensor.hpp"
+#include "meshpp/expr/evaluate.hpp"
+#include "meshpp/expr/expression.hpp"
+#include "meshpp/ops/reduce.hpp"
+#include "meshpp/ops/relayout.hpp"
+
+namespace meshpp {
+
+namespace detail {
+
+/// One value of the gradient graph, of any tensor type.
+struct node_base {
+  virtual ~node_base() = default;
+  // the nodes this one was computed from (only kept while it needs a gradient)
+  std::vector<std::shared_ptr<node_base>> inputs;
+  // a variable or a trace()d tensor, or computed from one: gradients may flow through here
+  bool requires_grad = false;
+  bool is_variable = false;
+  // during one gradient pass: a requested gradient lies behind this node
+  bool wanted = false;
+  bool is_target = false;
+
+  virtual bool has_grad() const = 0;
+  // sends this node's gradient to its wanted inputs
+  virtual void propagate() = 0;
+  virtual void clear_grad() = 0;
+};
+
+// conform<Tensor>(g): the gradient g (a tensor or expression over a superset of Tensor's dims)
+// as a Tensor: broadcast dims summed out, laid out as Tensor, transposed by name.
+template <class Tensor, class G>
+Tensor conform(G&& g);
+
+/// A value of type Tensor in the graph, its gradient while a pass runs, and its backward step.
+template <class Tensor>
+struct node final : node_base {
+  Tensor value;
+  std::optional<Tensor> grad;
+  // backward(value, grad): sends grad to the inputs (each accumulates what it receives)
+  std::function<void(const Tensor&, const Tensor&)> backward;
+
+  explicit node(Tensor v) : value(std::move(v)) {}
+
+  bool has_grad() const override { return grad.has_value(); }
+  void propagate() override {
+    if (backward && grad) backward(value, *grad);
+  }
+  void clear_grad() override { grad.reset(); }
+
+  // accumulate(g): adds the gradient contribution g (conformed to Tensor) to grad
+  template <class G>
+  void accumulate(G&& g) {
+    Tensor c = conform<Tensor>(std::forward<G>(g));
+    if (!grad) {
+      grad.emplace(std::move(c));
+      return;
+    }
+    auto* out = grad->local().data();
+    const auto* in = c.local().data();
+    const std::size_t n = c.local().size();
+    for (std::size_t i = 0; i < n; ++i) out[i] += in[i];
+  }
+};
+
+}  // namespace detail
+
+/// @brief A tensor on the gradient graph: its value, and the node that records how it was
+/// computed. Copies share the node. Operations on it (autodiff/*.hpp) are recorded.
+/// @tparam Tensor a meshpp::tensor type
+template <class Tensor>
+class traced {
+  static_assert(is_tensor_v<Tensor>, "meshpp::traced<Tensor>: Tensor must be a meshpp::tensor");
+
+ public:
+  using tensor_type = Tensor;
+  using value_type = typename Tensor::value_type;
+  using shape_type = typename Tensor::shape_type;
+  using layout_type = typename Tensor::layout_type;
+  using mesh_type = typename Tensor::mesh_type;
+
+  explicit traced(std::shared_ptr<detail::node<Tensor>> n) : node_(std::move(n)) {}
+
+  // value(): the computed tensor
+  const Tensor& value() const { return node_->value; }
+  const mesh_type& mesh() const { return node_->value.mesh(); }
+  auto sizes() const { return node_->value.sizes(); }
+  template <class D>
+  std::size_t extent() const {
+    return node_->value.template extent<D>();
+  }
+  // requires_grad(): gradients can flow back through this value
+  bool requires_grad() const { return node_->requires_grad; }
+
+  const std::shared_ptr<detail::node<Tensor>>& node() const { return node_; }
+
+ protected:
+  std::shared_ptr<detail::node<Tensor>> node_;
+};
+
+/// @brief A trainable tensor: a leaf of the graph that keeps its value between steps and
+/// accumulates the gradients backward(loss) computes for it (optimizers read and clear them).
+/// Its initial value comes from any tensor; meshpp's creation functions (random_normal, ...)
+/// generate from the global index, so it is the same under every layout.
+template <class Tensor>
+class variable : public traced<Tensor> {
+ public:
+  explicit variable(Tensor initial, std::string name = "")
+      : traced<Tensor>(std::make_shared<detail::node<Tensor>>(std::move(initial))),
+        name_(std::make_shared<std::string>(std::move(name))) {
+    this->node_->requires_grad = true;
+    this->node_->is_variable = true;
+  }
+
+  using traced<Tensor>::value;
+  // value(): the current value, for an optimizer to update in place
+  Tensor& value() { return this->node_->value; }
+  // grad(): the accumulated gradient (empty before backward() reached this variable)
+  const std::optional<Tensor>& grad() const { return this->node_->grad; }
+  std::optional<Tensor>& grad() { return this->node_->grad; }
+  void zero_grad() { this->node_->grad.reset(); }
+  const std::string& name() const { return *name_; }
+
+ private:
+  std::shared_ptr<std::string> name_;
+};
+
+// trace(t): t as a leaf whose gradient gradients() can be asked for (not trained)
+template <class Tensor>
+requires is_tensor_v<Tensor> traced<Tensor> trace(Tensor t) {
+  auto n = std::make_shared<detail::node<Tensor>>(std::move(t));
+  n->requires_grad = true;
+  return traced<Tensor>(std::move(n));
+}
+
+// is_traced_v<X>: X is a traced tensor (or a variable)
+template <class X>
+inline constexpr bool is_traced_v = false;
+template <class Tensor>
+inline constexpr bool is_traced_v<traced<Tensor>> = true;
+template <class Tensor>
+inline constexpr bool is_traced_v<variable<Tensor>> = true;
+
+namespace detail {
+
+template <class X>
+inline constexpr bool is_traced_operand_v = is_traced_v<std::remove_cvref_t<X>>;
+
+// A plain operand (tensor, expression) of a traced operation: a constant node.
+template <class X>
+auto node_of(const X& x) {
+  if constexpr (is_traced_operand_v<X>) {
+    return x.node();
+  } else if constexpr (is_tensor_v<X>) {
+    return std::make_shared<node<X>>(x);
+  } else {
+    using T = decltype(eval(x));
+    return std::make_shared<node<T>>(eval(x));
+  }
+}
+
+// record(value, backward, inputs...): the traced result of an operation on `inputs`; the
+// backward step is kept only when some input requires gradients
+template <class Tensor, class B, class... In>
+traced<Tensor> record(Tensor value, B&& backward, const std::shared_ptr<In>&... inputs) {
+  auto n = std::make_shared<node<Tensor>>(std::move(value));
+  n->requires_grad = (false || ... || (inputs && inputs->requires_grad));
+  if (n->requires_grad) {
+    (void(inputs ? (n->inputs.push_back(inputs), 0) : 0), ...);
+    n->backward = std::forward<B>(backward);
+  }
+  return traced<Tensor>(std::move(n));
+}
+
+// send(input, g): accumulates g into the input's gradient if the pass wants it there
+template <class N, class G>
+void send(const std::shared_ptr<N>& input, G&& g) {
+  if (input && input->wanted) input->accumulate(std::forward<G>(g));
+}
+
+// layout_within_v<L, Target, S>: every split of L (over S's dims) is one of Target's, so a
+// value laid out by L can be read into Target's layout with no communication
+template <class L, class Target, class S>
+inline constexpr bool layout_within_v = false;
+template <class... Splits, class Target, class S>
+inline constexpr bool layout_within_v<layout<Splits...>, Target, S> =
+    (std::is_same_v<mesh_dim_of_t<Target, typename Splits::tensor_dim>,
+                    typename Splits::mesh_dim> &&
+     ...);
+
+struct keep_first {
+  template <class A, class B>
+  A operator()(A a, B) const {
+    return a;
+  }
+};
+
+// broadcast_like(g, like): g (a tensor over a subset of like's dims) repeated over like's
+// other dims, as an expression over like's dims (no communication)
+template <class G, class Like>
+auto broadcast_like(const G& g, const Like& like) {
+  return make_function(keep_first{}, g, like);
+}
+
+template <class Tensor, class G>
+Tensor conform(G&& g) {
+  using GT = std::remove_cvref_t<G>;
+  using GS = typename GT::shape_type;
+  using S = typename Tensor::shape_type;
+  static_assert(contains_all_v<GS, S>,
+                "meshpp::conform<Tensor>(g): the gradient lacks a dim of the operand");
+  if constexpr (std::is_same_v<GT, Tensor>) {
+    return Tensor(std::forward<G>(g));
+  } else if constexpr (!same_dims_v<GS, S>) {
+    // the operand was broadcast over the dims it lacks: their gradients add up
+    return conform<Tensor>(reduce_sum<S>(g));
+  } else if constexpr (layout_within_v<typename GT::layout_type, typename Tensor::layout_type,
+                                       GS>) {
+    return Tensor(g);  // one pass: transpose by name and/or free slice
+  } else if constexpr (!is_tensor_v<GT>) {
+    return conform<Tensor>(eval(g));
+  } else {
+    return Tensor(relayout<typename Tensor::layout_type>(g));
+  }
+}
+
+}  // namespace detail
+}  // namespace meshpp
