@@ -31,3 +31,5 @@
 #include "meshpp/ops/scatter_gather.hpp"
 #include "meshpp/ops/shift.hpp"
 #include "meshpp/ops/slice.hpp"
+
+#include "meshpp/io/idx.hpp"
