@@ -33,3 +33,11 @@
 #include "meshpp/ops/slice.hpp"
 
 #include "meshpp/io/idx.hpp"
+
+#include "meshpp/autodiff/einsum.hpp"
+#include "meshpp/autodiff/elementwise.hpp"
+#include "meshpp/autodiff/gradients.hpp"
+#include "meshpp/autodiff/reduce.hpp"
+#include "meshpp/autodiff/traced.hpp"
+
+#include "meshpp/nn/softmax_cross_entropy.hpp"

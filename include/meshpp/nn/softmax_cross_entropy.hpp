@@ -1,0 +1,79 @@
+// meshpp/nn/softmax_cross_entropy.hpp — softmax cross-entropy on logits with a named class
+// dim, numerically stable, the class dim split or not.
+//
+//   auto loss = mp::reduce_mean(mp::softmax_cross_entropy<classes>(logits, labels));
+//   // logits: traced [batch, classes]; labels: integer tensor [batch] -> loss per example [batch]
+//
+// Forward, per example: loss = log(sum_c exp(z_c - m)) + m - z_label, with m = max_c z_c (so
+// no exp overflows):
+//   [batch/rows, classes/cols] |-> [batch/rows]   max, sum and label pick: each a local pass,
+//                                                 then an allreduce over cols (none when the
+//                                                 class dim is whole)
+// Backward: d loss / d z = g (softmax(z) - one_hot(label)), one local pass over the stored
+// softmax: no communication.
+//
+// Labels must lie in [0, number of classes): anything else throws meshpp::error on every rank
+// before any communication (as one_hot does).
+#pragma once
+
+#include <memory>
+#include <type_traits>
+
+#include "meshpp/autodiff/traced.hpp"
+#include "meshpp/core/shape.hpp"
+#include "meshpp/expr/functions.hpp"
+#include "meshpp/ops/embedding.hpp"
+#include "meshpp/ops/reduce.hpp"
+
+namespace meshpp {
+
+namespace offending {
+template <class Classes, class LogitsShape>
+inline constexpr bool logits_lack_the_class_dim = false;
+template <class LabelsShape, class ExpectedShape>
+inline constexpr bool labels_must_have_the_logits_dims_but_the_class_dim = false;
+}  // namespace offending
+
+// softmax_cross_entropy<Classes>(logits, labels): the cross-entropy of softmax over Classes of
+// the traced logits against integer labels (logits' dims but Classes); a traced tensor of the
+// labels' dims
+template <class Classes, class L, class Labels>
+requires is_tensor_v<Labels>
+auto softmax_cross_entropy(const traced<L>& logits, const Labels& labels) {
+  using S = typename L::shape_type;
+  using per_example = shape_difference_t<S, shape<Classes>>;
+  static_assert(offending::logits_lack_the_class_dim<Classes, S> || contains_v<S, Classes>,
+                "meshpp::softmax_cross_entropy<Classes>(logits, labels): logits have no dim "
+                "Classes");
+  static_assert(
+      offending::labels_must_have_the_logits_dims_but_the_class_dim<typename Labels::shape_type,
+                                                                    per_example> ||
+          same_dims_v<typename Labels::shape_type, per_example>,
+      "meshpp::softmax_cross_entropy<Classes>(logits, labels): labels must have the "
+      "dims of logits except Classes");
+  if constexpr (contains_v<S, Classes> && same_dims_v<typename Labels::shape_type, per_example>) {
+    using T = typename L::value_type;
+    auto hz = logits.node();
+    const L& z = hz->value;
+    // checks the labels on every rank before any collective below
+    auto target = one_hot<Classes, T>(labels, z.sizes());
+    const auto m = reduce_max<Classes>(z);
+    // the softmax, kept for the backward pass: exp(z - m) / sum
+    auto softmax = eval(exp(z - m));
+    const auto sum = reduce_sum<Classes>(softmax);
+    const auto picked = reduce_sum<Classes>(target * z);
+    auto loss = eval(log(sum) + m - picked);
+    softmax = softmax / sum;
+    using Y = decltype(loss);
+    struct saved_t {
+      decltype(softmax) p;
+      decltype(target) t;
+    };
+    auto saved = std::make_shared<saved_t>(saved_t{std::move(softmax), std::move(target)});
+    return detail::record(
+        std::move(loss),
+        [hz, saved](const Y&, const Y& g) { detail::send(hz, g * (saved->p - saved->t)); }, hz);
+  }
+}
+
+}  // namespace meshpp
