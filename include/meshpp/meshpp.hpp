@@ -36,8 +36,11 @@
 
 #include "meshpp/autodiff/einsum.hpp"
 #include "meshpp/autodiff/elementwise.hpp"
+#include "meshpp/autodiff/embedding.hpp"
 #include "meshpp/autodiff/gradients.hpp"
+#include "meshpp/autodiff/movement.hpp"
 #include "meshpp/autodiff/reduce.hpp"
 #include "meshpp/autodiff/traced.hpp"
 
 #include "meshpp/nn/softmax_cross_entropy.hpp"
+

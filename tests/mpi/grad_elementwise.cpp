@@ -1,9 +1,11 @@
-// Gradients of component-wise operations, checked by central differences (double) at every
-// element, under a split and a replicated layout.
+// Gradients of component-wise arithmetic, broadcasting and binary functions, checked by central
+// differences (double) at every element, under a split and a replicated layout.
 #include <meshpp/autodiff/elementwise.hpp>
 #include <meshpp/autodiff/gradients.hpp>
 #include <meshpp/autodiff/reduce.hpp>
 #include <meshpp/core/create.hpp>
+
+#include <string>
 
 #include "gradcheck.hpp"
 #include "testing.hpp"
@@ -32,23 +34,14 @@ void check_all(const Mesh& m) {
   auto bias = mp::random_normal<double, hidden>(m, sizes, 3);
   auto other = mp::random_normal<double, batch, hidden>(m, sizes, 4);
   auto check = [&](const char* what, const auto& x, auto f) {
-    CAPTURE(what);
+    const std::string name = what;  // doctest prints a const char* as an address
+    CAPTURE(name);
     CHECK(gradient_error(x, f) < tol);
   };
   check("a + bias (broadcast)", bias, [&](const auto& b) { return weighted_sum(a + b); });
   check("a - b", a, [&](const auto& x) { return weighted_sum(other - x); });
   check("a * b", a, [&](const auto& x) { return weighted_sum(x * x * other); });
   check("a / b", p, [&](const auto& x) { return weighted_sum(a / x + x / 3.0); });
-  check("-a", a, [&](const auto& x) { return weighted_sum(-x); });
-  check("exp", a, [&](const auto& x) { return weighted_sum(mp::exp(x)); });
-  check("log", p, [&](const auto& x) { return weighted_sum(mp::log(x)); });
-  check("sqrt", p, [&](const auto& x) { return weighted_sum(mp::sqrt(x)); });
-  check("rsqrt", p, [&](const auto& x) { return weighted_sum(mp::rsqrt(x)); });
-  check("tanh", a, [&](const auto& x) { return weighted_sum(mp::tanh(x)); });
-  check("sigmoid", a, [&](const auto& x) { return weighted_sum(mp::sigmoid(x)); });
-  check("relu", a, [&](const auto& x) { return weighted_sum(mp::relu(x)); });
-  check("gelu", a, [&](const auto& x) { return weighted_sum(mp::gelu(x)); });
-  check("abs", a, [&](const auto& x) { return weighted_sum(mp::abs(x)); });
   check("pow base", p, [&](const auto& x) { return weighted_sum(mp::pow(x, 2.5)); });
   check("pow both", p, [&](const auto& x) { return weighted_sum(mp::pow(x, x)); });
   check("maximum", a, [&](const auto& x) { return weighted_sum(mp::maximum(x, other)); });

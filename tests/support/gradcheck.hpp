@@ -60,4 +60,20 @@ auto weighted_sum(const Y& y, std::uint64_t seed = 99) {
   return mp::reduce_sum(y * mp::random_normal<T>(y.mesh(), y.sizes(), seed));
 }
 
+// max_abs_difference(a, b): the largest |a - b| over every element, a and b two tensors of the
+// same dims in any order (b may be an expression) that b converts to a's type without
+// communication (else a compile error), the same on every rank
+template <class A, class B>
+double max_abs_difference(const A& a, const B& b) {
+  namespace mp = meshpp;
+  const auto whole_a = mp::gather(a);
+  const auto whole_b = mp::gather(A(b));  // b in a's dim order and layout
+  double worst = 0;
+  for (std::size_t i = 0; i < whole_a.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(whole_a.data()[i]) -
+                                     static_cast<double>(whole_b.data()[i])));
+  }
+  return worst;
+}
+
 }  // namespace meshpp_test

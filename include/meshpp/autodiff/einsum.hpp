@@ -9,7 +9,9 @@
 //                                       data-parallel gradient sum)
 // so each gradient communicates what its own einsum implies and nothing more (for the
 // paper's two layers: exactly Table 1). A dim that only one operand has and the output lacks
-// was summed out of that operand alone; its gradient is broadcast back over it.
+// was summed out of that operand alone; its gradient is broadcast back over it. A plain operand
+// gets no gradient (nor its einsum); one traced tensor used as both operands, einsum(x, x),
+// receives both gradients, which add up.
 #pragma once
 
 #include "meshpp/autodiff/elementwise.hpp"

@@ -27,7 +27,15 @@ namespace meshpp {
 namespace offending {
 template <class LossShape>
 inline constexpr bool loss_is_not_a_scalar = LossShape::rank == 0;
+template <class X>
+inline constexpr bool gradient_asked_of_a_plain_value = false;
 }  // namespace offending
+
+namespace detail {
+// every_x_traced_v<X...>: each x is a traced tensor or a variable
+template <class... X>
+inline constexpr bool every_x_traced_v = (is_traced_v<std::remove_cvref_t<X>> && ...);
+}  // namespace detail
 
 namespace detail {
 
@@ -80,9 +88,6 @@ using tensor_type_of = typename std::remove_cvref_t<X>::tensor_type;
 // gradients that variables have accumulated as they were
 template <class L, class... X>
 std::tuple<tensor_type_of<X>...> grads_for(node<L>& root, L seed, const X&... xs) {
-  static_assert((is_traced_v<std::remove_cvref_t<X>> && ...),
-                "meshpp::gradients(loss, xs...): each x must be a traced tensor or a variable "
-                "(trace() a plain tensor to ask for its gradient)");
   // a variable's accumulated gradient is set aside for the pass, then put back
   std::tuple<std::optional<tensor_type_of<X>>...> saved{std::move(xs.node()->grad)...};
   (xs.node()->grad.reset(), ...);
@@ -110,7 +115,11 @@ auto gradients(const traced<L>& loss, const X&... xs) {
   static_assert(offending::loss_is_not_a_scalar<typename L::shape_type>,
                 "meshpp::gradients(loss, xs...): loss must be a scalar (a traced tensor of no "
                 "dims); reduce it first, or use vjp(y, dy, xs...)");
-  if constexpr (L::shape_type::rank == 0) {
+  static_assert(detail::every_x_traced_v<X...> ||
+                    (offending::gradient_asked_of_a_plain_value<X> && ...),
+                "meshpp::gradients(loss, xs...): each x must be a traced tensor or a variable "
+                "(trace() a plain tensor to ask for its gradient)");
+  if constexpr (L::shape_type::rank == 0 && detail::every_x_traced_v<X...>) {
     return detail::grads_for(*loss.node(), ones<L>(loss.mesh(), loss.sizes()), xs...);
   }
 }
@@ -122,7 +131,14 @@ requires is_tensor_v<DY>
 auto vjp(const traced<Y>& y, const DY& dy, const X&... xs) {
   static_assert(same_dims_v<typename DY::shape_type, typename Y::shape_type>,
                 "meshpp::vjp(y, dy, xs...): dy must have the dims of y");
-  return detail::grads_for(*y.node(), detail::conform<Y>(dy), xs...);
+  static_assert(detail::every_x_traced_v<X...> ||
+                    (offending::gradient_asked_of_a_plain_value<X> && ...),
+                "meshpp::vjp(y, dy, xs...): each x must be a traced tensor or a variable "
+                "(trace() a plain tensor to ask for its gradient)");
+  if constexpr (same_dims_v<typename DY::shape_type, typename Y::shape_type> &&
+                detail::every_x_traced_v<X...>) {
+    return detail::grads_for(*y.node(), detail::conform<Y>(dy), xs...);
+  }
 }
 
 // backward(loss): adds d loss / d v to the grad() of every variable v the loss depends on

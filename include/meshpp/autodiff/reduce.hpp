@@ -21,7 +21,7 @@
 namespace meshpp {
 
 namespace detail {
-// element_count(t): the number of elements of t (global)
+// global_count(t): the number of elements of t (global)
 template <class Tensor>
 double global_count(const Tensor& t) {
   double n = 1;

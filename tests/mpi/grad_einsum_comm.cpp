@@ -1,0 +1,153 @@
+// What the backward pass of einsum communicates, from the mesh's counters: for the paper's
+// layer y[batch, hidden] = x[batch, io] w[io, hidden] with batch split over rows, d/dw alone
+// is one allreduce over rows of w's slice (the einsum for dw contracts batch), and d/dx alone
+// allreduces nothing of w's size; for the paper's two layers, the whole forward and backward
+// pass allreduces exactly Table 1's count (reference/table1.md). Gradients are also compared
+// with the einsums written by hand.
+#include <meshpp/autodiff/einsum.hpp>
+#include <meshpp/autodiff/elementwise.hpp>
+#include <meshpp/autodiff/gradients.hpp>
+#include <meshpp/comm/counters.hpp>
+#include <meshpp/core/create.hpp>
+#include <meshpp/ops/einsum.hpp>
+#include <meshpp/ops/scatter_gather.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "gradcheck.hpp"
+#include "testing.hpp"
+
+namespace mp = meshpp;
+using meshpp_test::world;
+
+MESHPP_DIM(batch);
+MESHPP_DIM(io);
+MESHPP_DIM(hidden);
+MESHPP_DIM(rows);
+MESHPP_DIM(cols);
+
+namespace {
+constexpr std::size_t b = 4, d_io = 6, d_h = 4;
+const auto sizes = mp::extents{batch{} = b, io{} = d_io, hidden{} = d_h};
+using bh = mp::shape<batch, hidden>;
+using bi = mp::shape<batch, io>;
+using ih = mp::shape<io, hidden>;
+
+// Table 1's 2-D layout [batch:rows, hidden:cols]
+using mesh_2d =
+    mp::mesh<mp::axes<rows, cols>, mp::layout<mp::split<batch, rows>, mp::split<hidden, cols>>>;
+// pure data parallelism [batch:rows]
+using mesh_1d = mp::mesh<mp::axes<rows>, mp::layout<mp::split<batch, rows>>>;
+
+// Every mesh shape [rows, cols] of n ranks (both divide batch and hidden, 4)
+std::vector<std::array<int, 2>> shapes_2d(int n) {
+  std::vector<std::array<int, 2>> out;
+  for (int r = 1; r <= n; ++r) {
+    if (n % r == 0 && 4 % r == 0 && 4 % (n / r) == 0) out.push_back({r, n / r});
+  }
+  return out;
+}
+
+// collectives_other_than_allreduce(c): calls of every other kind of collective
+std::uint64_t collectives_other_than_allreduce(const mp::counters& c) {
+  std::uint64_t calls = 0;
+  for (std::size_t k = 0; k < mp::collective_kinds; ++k) {
+    const auto kind = static_cast<mp::collective>(k);
+    if (kind != mp::collective::allreduce) calls += c.total(kind).calls;
+  }
+  return calls;
+}
+}  // namespace
+
+TEST_CASE("einsum backward communicates what the einsum for each gradient implies, 2-D layout") {
+  for (const auto& shape : shapes_2d(world().size())) {
+    const mesh_2d m(shape);
+    CAPTURE(m.describe());
+    const std::size_t r = static_cast<std::size_t>(shape[0]),
+                      c = static_cast<std::size_t>(shape[1]);
+    constexpr unsigned over_rows = mesh_2d::mask_v<rows>, over_cols = mesh_2d::mask_v<cols>;
+    const auto x0 = mp::random_normal<double, batch, io>(m, sizes, 1);
+    const auto w0 = mp::random_normal<double, io, hidden>(m, sizes, 2);
+    const auto dy = mp::random_normal<double, batch, hidden>(m, sizes, 3);
+    const auto x = mp::trace(x0);
+    const auto w = mp::trace(w0);
+    const auto y = mp::einsum<bh>(x, w);  // contracts io, whole: no communication
+    const auto& counts = m.counters();
+
+    // d/dw = einsum<[io, hidden]>(dy, x): contracts batch, split over rows: one allreduce of
+    // w's slice [io, hidden/cols] over rows, and nothing else
+    m.counters().reset();
+    const auto [dw] = mp::vjp(y, dy, w);
+    CHECK_ALL_RANKS(counts.at(mp::collective::allreduce, over_rows).calls == 1);
+    CHECK_ALL_RANKS(counts.values(mp::collective::allreduce) == d_io * d_h / c);
+    CHECK_ALL_RANKS(counts.values(mp::collective::allreduce) == w0.local().size());
+    CHECK_ALL_RANKS(collectives_other_than_allreduce(counts) == 0);
+
+    // d/dx = einsum<[batch, io]>(dy, w): contracts hidden, split over cols: one allreduce of
+    // x's slice [batch/rows, io] over cols; nothing over rows, nothing of w's size
+    m.counters().reset();
+    const auto [dx] = mp::vjp(y, dy, x);
+    CHECK_ALL_RANKS(counts.at(mp::collective::allreduce, over_rows).calls == 0);
+    CHECK_ALL_RANKS(counts.at(mp::collective::allreduce, over_cols).calls == 1);
+    CHECK_ALL_RANKS(counts.values(mp::collective::allreduce) == b * d_io / r);
+    CHECK_ALL_RANKS(collectives_other_than_allreduce(counts) == 0);
+
+    // the values: the einsums written by hand
+    CHECK(meshpp_test::max_abs_difference(dw, mp::einsum<ih>(x0, dy)) < 1e-12);
+    CHECK(meshpp_test::max_abs_difference(dx, mp::einsum<bi>(dy, w0)) < 1e-12);
+  }
+}
+
+TEST_CASE("einsum backward communicates what the einsum for each gradient implies, data parallel") {
+  const mesh_1d m({world().size()});
+  CAPTURE(m.describe());
+  const auto x0 = mp::random_normal<double, batch, io>(m, sizes, 1);
+  const auto w0 = mp::random_normal<double, io, hidden>(m, sizes, 2);
+  const auto dy = mp::random_normal<double, batch, hidden>(m, sizes, 3);
+  const auto x = mp::trace(x0);
+  const auto w = mp::trace(w0);
+  const auto y = mp::einsum<bh>(x, w);
+  const auto& counts = m.counters();
+
+  // the data-parallel gradient sum: all of w, over rows, once
+  m.counters().reset();
+  const auto [dw] = mp::vjp(y, dy, w);
+  CHECK_ALL_RANKS(counts.at(mp::collective::allreduce, mesh_1d::mask_v<rows>).calls == 1);
+  CHECK_ALL_RANKS(counts.values(mp::collective::allreduce) == d_io * d_h);
+  CHECK_ALL_RANKS(collectives_other_than_allreduce(counts) == 0);
+
+  // d/dx contracts hidden, whole: no communication at all
+  m.counters().reset();
+  const auto [dx] = mp::vjp(y, dy, x);
+  CHECK_ALL_RANKS(counts.total(mp::collective::allreduce).calls == 0);
+  CHECK_ALL_RANKS(collectives_other_than_allreduce(counts) == 0);
+
+  CHECK(meshpp_test::max_abs_difference(dw, mp::einsum<ih>(x0, dy)) < 1e-12);
+  CHECK(meshpp_test::max_abs_difference(dx, mp::einsum<bi>(dy, w0)) < 1e-12);
+}
+
+TEST_CASE("the paper's two layers, forward and backward by autodiff, allreduce Table 1's count") {
+  for (const auto& shape : shapes_2d(world().size())) {
+    const mesh_2d m(shape);
+    CAPTURE(m.describe());
+    const std::size_t r = static_cast<std::size_t>(shape[0]),
+                      c = static_cast<std::size_t>(shape[1]);
+    const auto x = mp::trace(mp::random_normal<double, batch, io>(m, sizes, 1));
+    const auto w = mp::trace(mp::random_normal<double, io, hidden>(m, sizes, 2));
+    const auto bias = mp::trace(mp::random_normal<double, hidden>(m, sizes, 3));
+    const auto v = mp::trace(mp::random_normal<double, hidden, io>(m, sizes, 4));
+    const auto dy = mp::random_normal<double, batch, io>(m, sizes, 5);
+    m.counters().reset();
+    const auto h = mp::relu(mp::einsum<bh>(x, w) + bias);  // contracts io: whole
+    const auto y = mp::einsum<bi>(h, v);                   // contracts hidden: over cols
+    CHECK_ALL_RANKS(m.counters().values(mp::collective::allreduce) == b * d_io / r);
+    // dv, dw contract batch (rows), dbias reduces batch (rows), dx contracts hidden (cols)
+    const auto [dx, dw, dbias, dv] = mp::vjp(y, dy, x, w, bias, v);
+    CHECK_ALL_RANKS(m.counters().values(mp::collective::allreduce) ==
+                    2 * b * d_io / r + 2 * d_io * d_h / c + d_h / c);
+    CHECK_ALL_RANKS(collectives_other_than_allreduce(m.counters()) == 0);
+  }
+}
