@@ -44,3 +44,7 @@
 
 #include "meshpp/nn/softmax_cross_entropy.hpp"
 
+#include "meshpp/optim/adafactor.hpp"
+#include "meshpp/optim/adam.hpp"
+#include "meshpp/optim/optimizer.hpp"
+#include "meshpp/optim/sgd.hpp"

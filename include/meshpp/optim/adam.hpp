@@ -1,0 +1,127 @@
+// meshpp/optim/adam.hpp — Adam (Kingma & Ba 2015) and AdamW, Adam with decoupled weight decay
+// (Loshchilov & Hutter 2019).
+//
+//   mp::adam  opt({.learning_rate = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-8});
+//   mp::adamw opt({.learning_rate = 1e-3, .weight_decay = 0.01});
+//
+// For each element, with g the gradient, p the parameter, m and v the moments (zeros at first),
+// t the number of updates this variable has received, this one included:
+//   m = beta1 m + (1 - beta1) g
+//   v = beta2 v + (1 - beta2) g^2
+//   m^ = m / (1 - beta1^t),  v^ = v / (1 - beta2^t)          (bias correction)
+//   adam:   p -= lr m^ / (sqrt(v^) + epsilon)
+//   adamw:  p -= lr (m^ / (sqrt(v^) + epsilon) + weight_decay p)
+// AdamW's decay shrinks p directly instead of entering g (where Adam's normalisation would
+// rescale it); scaled by lr, as torch.optim.AdamW does.
+//
+// [..., rows/a, cols/b] |-> [..., rows/a, cols/b]   one pass over the local slices of p, g, m,
+// v; no communication. State: 2 tensors laid out as p.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "meshpp/autodiff/traced.hpp"
+#include "meshpp/optim/optimizer.hpp"
+
+namespace meshpp {
+
+/// @brief Hyperparameters of adam.
+struct adam_options {
+  double learning_rate = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+};
+
+/// @brief Hyperparameters of adamw: adam's, and the decoupled decay.
+struct adamw_options {
+  double learning_rate = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+  double weight_decay = 0.01;
+};
+
+namespace detail {
+
+// adam_slot<Tensor, Options>: a variable, its two moments and its count of updates; the
+// decoupled decay when Options has a weight_decay
+template <class Tensor, class Options>
+class adam_slot final : public slot<Tensor> {
+ public:
+  using T = typename Tensor::value_type;
+
+  adam_slot(variable<Tensor> v, std::shared_ptr<const Options> o)
+      : slot<Tensor>(std::move(v)), options_(std::move(o)) {}
+
+  void update() override {
+    const Options& o = *options_;
+    if (!m_) {
+      m_.emplace(this->zeros_like_parameter());
+      v_.emplace(this->zeros_like_parameter());
+    }
+    ++t_;
+    const double t = static_cast<double>(t_);
+    const T lr = static_cast<T>(o.learning_rate);
+    const T beta1 = static_cast<T>(o.beta1);
+    const T beta2 = static_cast<T>(o.beta2);
+    const T eps = static_cast<T>(o.epsilon);
+    const T correct1 = static_cast<T>(1 / (1 - std::pow(o.beta1, t)));
+    const T correct2 = static_cast<T>(1 / (1 - std::pow(o.beta2, t)));
+    T wd = 0;
+    if constexpr (requires { o.weight_decay; }) wd = static_cast<T>(o.weight_decay);
+
+    T* __restrict p = this->parameter().local().data();
+    const T* __restrict g = this->gradient().local().data();
+    T* __restrict m = m_->local().data();
+    T* __restrict v = v_->local().data();
+    const std::size_t n = this->parameter().local().size();
+    for (std::size_t i = 0; i < n; ++i) {
+      m[i] = beta1 * m[i] + (1 - beta1) * g[i];
+      v[i] = beta2 * v[i] + (1 - beta2) * g[i] * g[i];
+      const T m_hat = m[i] * correct1;
+      const T v_hat = v[i] * correct2;
+      p[i] -= lr * (m_hat / (std::sqrt(v_hat) + eps) + wd * p[i]);
+    }
+  }
+
+ private:
+  std::shared_ptr<const Options> options_;
+  std::optional<Tensor> m_, v_;  // the moments, created at the first update
+  std::int64_t t_ = 0;
+};
+
+}  // namespace detail
+
+/// @brief Adam (see the top of optim/adam.hpp for the rule).
+class adam final : public basic_optimizer<adam_options, detail::adam_slot> {
+ public:
+  // adam(options, variables...)
+  template <class... Vs>
+  explicit adam(adam_options o = {}, const Vs&... vs) : basic_optimizer(std::move(o)) {
+    add(vs...);
+  }
+
+  double learning_rate() const override { return options().learning_rate; }
+  void set_learning_rate(double rate) override { mutable_options().learning_rate = rate; }
+};
+
+/// @brief AdamW: Adam with decoupled weight decay (see the top of optim/adam.hpp).
+class adamw final : public basic_optimizer<adamw_options, detail::adam_slot> {
+ public:
+  // adamw(options, variables...)
+  template <class... Vs>
+  explicit adamw(adamw_options o = {}, const Vs&... vs) : basic_optimizer(std::move(o)) {
+    add(vs...);
+  }
+
+  double learning_rate() const override { return options().learning_rate; }
+  void set_learning_rate(double rate) override { mutable_options().learning_rate = rate; }
+};
+
+}  // namespace meshpp

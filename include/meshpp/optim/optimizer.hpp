@@ -1,0 +1,226 @@
+// meshpp/optim/optimizer.hpp — what every optimizer shares: the variables it trains, one slot
+// of state per variable, and step().
+//
+//   mp::adam opt({.learning_rate = 1e-3}, w1, w2);   // or opt.add(w1, w2) later
+//   mp::backward(loss);                              // fills w1.grad(), w2.grad()
+//   opt.step();                                      // updates w1, w2; clears their grads
+//
+// Variables of any tensor types (dims, layouts, value types) are trained by one optimizer:
+// each gets a slot, a class template on its tensor type behind a virtual update(), that owns
+// the variable's state tensors (momentum, moments, factored statistics). The state is created
+// at the variable's first update, laid out exactly as the variable (or, for statistics that
+// drop dims, as the variable restricted to the dims they keep), so an update reads the local
+// slices of parameter, gradient and state side by side and needs no communication unless its
+// rule reduces over a dim (Adafactor; see optim/adafactor.hpp).
+//
+// step() is collective like every meshpp operation: all ranks call it with the same variables,
+// whose gradients are present on all ranks alike (backward() is collective too). A variable
+// without a gradient is skipped: its value and state stay as they were, and its own count of
+// updates (the t of bias corrections and schedules) does not advance.
+//
+// Writing a new optimizer: an options struct with a `double learning_rate`, a slot template
+// `template <class Tensor, class Options> class my_slot : public detail::slot<Tensor>`
+// overriding update(), and `class my_opt : public basic_optimizer<my_options, my_slot>`
+// (optim/sgd.hpp is the shortest example).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "meshpp/autodiff/traced.hpp"
+#include "meshpp/core/error.hpp"
+#include "meshpp/core/tensor.hpp"
+#include "meshpp/core/text.hpp"
+
+namespace meshpp {
+
+namespace offending {
+template <class X>
+inline constexpr bool optimizer_argument_is_not_a_variable = false;
+template <class T>
+inline constexpr bool variable_values_are_not_floating_point = false;
+}  // namespace offending
+
+namespace detail {
+
+/// One variable of an optimizer and its state, of any tensor type.
+class slot_base {
+ public:
+  virtual ~slot_base() = default;
+  // node(): the variable's graph node (its identity: copies of a variable share it)
+  virtual const node_base* node() const = 0;
+  virtual const std::string& name() const = 0;
+  virtual bool has_grad() const = 0;
+  // check(): throws meshpp::error if the gradient does not fit the variable (every rank alike)
+  virtual void check() const = 0;
+  // update(): the optimizer's rule, from grad() into value() and the state
+  virtual void update() = 0;
+  virtual void clear_grad() = 0;
+};
+
+/// @brief The part of a slot that depends on the tensor type alone: the variable.
+/// @tparam Tensor the variable's meshpp::tensor type
+template <class Tensor>
+class slot : public slot_base {
+ public:
+  using tensor_type = Tensor;
+  using value_type = typename Tensor::value_type;
+
+  explicit slot(variable<Tensor> v) : variable_(std::move(v)) {}
+
+  const node_base* node() const override { return variable_.node().get(); }
+  const std::string& name() const override { return variable_.name(); }
+  bool has_grad() const override { return variable_.grad().has_value(); }
+  void clear_grad() override { variable_.zero_grad(); }
+
+  // The gradient has the variable's type; sizes and mesh are what can still differ (a grad()
+  // assigned by hand). Both are the same on every rank, so every rank throws alike.
+  void check() const override {
+    const Tensor& v = variable_.value();
+    const Tensor& g = *variable_.grad();
+    if (!(g.mesh() == v.mesh())) {
+      throw error("meshpp::optimizer::step(): the gradient of variable '" + name() +
+                  "' lives on another mesh than the variable");
+    }
+    if (g.global_shape() != v.global_shape()) {
+      throw error("meshpp::optimizer::step(): the gradient of variable '" + name() +
+                  "' has sizes " + shape_text(g.global_shape()) + ", the variable " +
+                  shape_text(v.global_shape()));
+    }
+  }
+
+ protected:
+  Tensor& parameter() { return variable_.value(); }
+  const Tensor& gradient() const { return *variable_.grad(); }
+  // zeros_like_parameter(): a new state tensor: zeros, laid out exactly as the variable
+  Tensor zeros_like_parameter() const {
+    return Tensor(variable_.value().mesh(), variable_.value().sizes());
+  }
+
+ private:
+  template <std::size_t N>
+  static std::string shape_text(const std::array<std::size_t, N>& s) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < N; ++i) append(out, i ? ", " : "", s[i]);
+    return out + "]";
+  }
+
+  variable<Tensor> variable_;
+};
+
+template <class X>
+inline constexpr bool is_variable_v = false;
+template <class Tensor>
+inline constexpr bool is_variable_v<variable<Tensor>> = true;
+
+}  // namespace detail
+
+/// @brief The base of every optimizer: its variables (one slot each) and its step count.
+/// Not copyable (slots own state); movable.
+class optimizer {
+ public:
+  virtual ~optimizer() = default;
+  optimizer(const optimizer&) = delete;
+  optimizer& operator=(const optimizer&) = delete;
+  optimizer(optimizer&&) = default;
+  optimizer& operator=(optimizer&&) = default;
+
+  // step(): updates every variable that has a gradient from it, then clears the gradients.
+  // Collective. Throws meshpp::error (on every rank, before any update) if a gradient does not
+  // fit its variable.
+  void step() {
+    for (const auto& s : slots_) {
+      if (s->has_grad()) s->check();
+    }
+    ++steps_;
+    for (const auto& s : slots_) {
+      if (!s->has_grad()) continue;
+      s->update();
+      s->clear_grad();
+    }
+  }
+
+  // zero_grad(): clears every variable's gradient without updating
+  void zero_grad() {
+    for (const auto& s : slots_) s->clear_grad();
+  }
+
+  // steps(): the number of step() calls so far
+  std::int64_t steps() const { return steps_; }
+  // size(): the number of variables
+  std::size_t size() const { return slots_.size(); }
+
+  // learning_rate(): the rate the next step will use; set_learning_rate(r): from now on, r
+  virtual double learning_rate() const = 0;
+  virtual void set_learning_rate(double rate) = 0;
+
+ protected:
+  optimizer() = default;
+
+  // adopt(slot): adds a variable's slot. Throws meshpp::error if the variable is already there.
+  void adopt(std::unique_ptr<detail::slot_base> s) {
+    for (const auto& other : slots_) {
+      if (other->node() == s->node()) {
+        throw error("meshpp::optimizer::add(variables...): variable '" + s->name() +
+                    "' was added twice");
+      }
+    }
+    slots_.push_back(std::move(s));
+  }
+
+ private:
+  std::vector<std::unique_ptr<detail::slot_base>> slots_;
+  std::int64_t steps_ = 0;
+};
+
+/// @brief An optimizer whose rule is Slot and whose hyperparameters are Options. Slots share
+/// the options with the optimizer, so set_learning_rate() reaches them, moves included.
+/// @tparam Options  an aggregate of hyperparameters
+/// @tparam Slot     template <class Tensor, class Options> class, derived from detail::slot<Tensor>
+template <class Options, template <class, class> class Slot>
+class basic_optimizer : public optimizer {
+ public:
+  using options_type = Options;
+
+  // add(variables...): trains these variables too (any tensor types)
+  template <class... Vs>
+  void add(const Vs&... vs) {
+    // If this fails, an argument is a plain tensor or a traced value: only variables are
+    // trained (wrap the initial value: mp::variable w(tensor, "w")).
+    static_assert(
+        (... && (detail::is_variable_v<Vs> || offending::optimizer_argument_is_not_a_variable<Vs>)),
+        "meshpp::optimizer::add(variables...): each argument must be a "
+        "meshpp::variable");
+    if constexpr ((... && detail::is_variable_v<Vs>)) {
+      (add_one(vs), ...);
+    }
+  }
+
+  // options(): the hyperparameters in use
+  const Options& options() const { return *options_; }
+
+ protected:
+  explicit basic_optimizer(Options o) : options_(std::make_shared<Options>(std::move(o))) {}
+  Options& mutable_options() { return *options_; }
+
+ private:
+  template <class Tensor>
+  void add_one(const variable<Tensor>& v) {
+    static_assert(std::is_floating_point_v<typename Tensor::value_type> ||
+                      offending::variable_values_are_not_floating_point<Tensor>,
+                  "meshpp::optimizer::add(variables...): a variable must hold floating-point "
+                  "values");
+    adopt(std::make_unique<Slot<Tensor, Options>>(v, options_));
+  }
+
+  std::shared_ptr<Options> options_;
+};
+
+}  // namespace meshpp

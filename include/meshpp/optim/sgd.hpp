@@ -1,0 +1,94 @@
+// meshpp/optim/sgd.hpp — stochastic gradient descent, with optional (Nesterov) momentum and
+// L2 weight decay.
+//
+//   mp::sgd opt({.learning_rate = 0.1, .momentum = 0.9}, w1, w2);
+//
+// For each element, with g the gradient, p the parameter, b the momentum buffer (zeros at
+// first), lr, mu, wd the options (the conventions of torch.optim.SGD, dampening 0):
+//   d = g + wd p                                   (L2 decay, coupled: it enters b)
+//   momentum 0:   p -= lr d                        (no buffer is kept)
+//   momentum mu:  b = mu b + d;  p -= lr b
+//   nesterov:     b = mu b + d;  p -= lr (d + mu b)
+//
+// [..., rows/a, cols/b] |-> [..., rows/a, cols/b]   one pass over the local slices of p, g,
+// b; no communication (each rank holding a slice of p holds the complete gradient of it).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "meshpp/autodiff/traced.hpp"
+#include "meshpp/optim/optimizer.hpp"
+
+namespace meshpp {
+
+/// @brief Hyperparameters of sgd.
+struct sgd_options {
+  double learning_rate = 0.01;
+  double momentum = 0;  // 0: plain SGD, no state
+  bool nesterov = false;
+  double weight_decay = 0;
+};
+
+namespace detail {
+
+// sgd_slot<Tensor, Options>: a variable and its momentum buffer
+template <class Tensor, class Options>
+class sgd_slot final : public slot<Tensor> {
+ public:
+  using T = typename Tensor::value_type;
+
+  sgd_slot(variable<Tensor> v, std::shared_ptr<const Options> o)
+      : slot<Tensor>(std::move(v)), options_(std::move(o)) {}
+
+  void update() override {
+    const Options& o = *options_;
+    const T lr = static_cast<T>(o.learning_rate);
+    const T wd = static_cast<T>(o.weight_decay);
+    const T mu = static_cast<T>(o.momentum);
+    T* __restrict p = this->parameter().local().data();
+    const T* __restrict g = this->gradient().local().data();
+    const std::size_t n = this->parameter().local().size();
+    if (o.momentum == 0) {
+      for (std::size_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+      return;
+    }
+    if (!buffer_) buffer_.emplace(this->zeros_like_parameter());
+    T* __restrict b = buffer_->local().data();
+    if (o.nesterov) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const T d = g[i] + wd * p[i];
+        b[i] = mu * b[i] + d;
+        p[i] -= lr * (d + mu * b[i]);
+      }
+    } else {
+      for (std::size_t i = 0; i < n; ++i) {
+        b[i] = mu * b[i] + (g[i] + wd * p[i]);
+        p[i] -= lr * b[i];
+      }
+    }
+  }
+
+ private:
+  std::shared_ptr<const Options> options_;
+  std::optional<Tensor> buffer_;  // momentum, created at the first update with momentum
+};
+
+}  // namespace detail
+
+/// @brief Stochastic gradient descent (see the top of optim/sgd.hpp for the rule).
+class sgd final : public basic_optimizer<sgd_options, detail::sgd_slot> {
+ public:
+  // sgd(options, variables...)
+  template <class... Vs>
+  explicit sgd(sgd_options o = {}, const Vs&... vs) : basic_optimizer(std::move(o)) {
+    add(vs...);
+  }
+
+  double learning_rate() const override { return options().learning_rate; }
+  void set_learning_rate(double rate) override { mutable_options().learning_rate = rate; }
+};
+
+}  // namespace meshpp
