@@ -42,7 +42,12 @@
 #include "meshpp/autodiff/reduce.hpp"
 #include "meshpp/autodiff/traced.hpp"
 
+#include "meshpp/nn/dense.hpp"
+#include "meshpp/nn/dropout.hpp"
+#include "meshpp/nn/embedding.hpp"
+#include "meshpp/nn/layer_norm.hpp"
 #include "meshpp/nn/softmax_cross_entropy.hpp"
+#include "meshpp/nn/variables.hpp"
 
 #include "meshpp/optim/adafactor.hpp"
 #include "meshpp/optim/adam.hpp"
