@@ -19,7 +19,7 @@
 
 #include "testing.hpp"
 
-namespace io = meshpp::io;
+namespace io = meshpp;  // the IDX reader lives in meshpp itself
 namespace fs = std::filesystem;
 using meshpp_test::world;
 using bytes = std::vector<std::uint8_t>;
@@ -138,7 +138,7 @@ TEST_CASE("load_mnist(comm, dir): ranks that read different data all throw") {
   REQUIRE(meshpp_test::all_ranks(write_mnist(dir, seed)));
   CHECK_ALL_RANKS(meshpp_test::throws_with<meshpp::error>(
       [&] { (void)io::load_mnist(world(), dir.path.string()); },
-      {"meshpp::io::load_mnist: ranks read different data from "}));
+      {"meshpp::load_mnist: ranks read different data from "}));
 }
 
 TEST_CASE("the installed Fashion-MNIST reads as 60000 + 10000 images of 28 x 28") {

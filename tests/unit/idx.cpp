@@ -15,7 +15,7 @@
 
 #include "testing.hpp"
 
-namespace io = meshpp::io;
+namespace io = meshpp;  // the IDX reader lives in meshpp itself
 namespace fs = std::filesystem;
 using bytes = std::vector<std::uint8_t>;
 
@@ -143,7 +143,7 @@ TEST_CASE("read_idx: every malformed file throws, naming the file and the defect
     const auto write = [&](const bytes& content) { write_file(path, content, gzip); };
 
     write({0x00, 0x01, 0x08, 0x01, 0, 0, 0, 1, 9});
-    CHECK(throws(path, {"meshpp::io::read_idx: ", path + ": bad magic number 00 01 08 01"}));
+    CHECK(throws(path, {"meshpp::read_idx: ", path + ": bad magic number 00 01 08 01"}));
 
     write({});
     CHECK(throws(path, {path, "truncated: expected a 4-byte magic number, found 0 bytes"}));
@@ -191,7 +191,7 @@ TEST_CASE("read_idx: every malformed file throws, naming the file and the defect
 TEST_CASE("read_idx: a missing file names itself and where Fashion-MNIST comes from") {
   temp_dir dir;
   const std::string path = dir / "train-images-idx3-ubyte.gz";
-  CHECK(throws(path, {"meshpp::io::read_idx: ", path + ": no such file",
+  CHECK(throws(path, {"meshpp::read_idx: ", path + ": no such file",
                       "Fashion-MNIST: install Debian's package dataset-fashion-mnist (files "
                       "under /usr/share/datasets/fashion-mnist), or pass --data DIR with "
                       "MNIST-format IDX files"}));
@@ -233,7 +233,7 @@ TEST_CASE("read_idx: corrupt or cut gzip streams throw") {
 
   // gzip's magic, then nonsense
   write({0x1f, 0x8b, 0x08, 0x00, 0xde, 0xad, 0xbe, 0xef, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff});
-  CHECK(throws(path, {"meshpp::io::read_idx: ", path + ": corrupt gzip data: "}));
+  CHECK(throws(path, {"meshpp::read_idx: ", path + ": corrupt gzip data: "}));
 }
 
 TEST_CASE("load_mnist reads the four files, raw or gzip'd") {
@@ -268,7 +268,7 @@ TEST_CASE("load_mnist: files that do not fit together throw, naming the file") {
     temp_dir dir;
     write_mnist(dir, 12, 5, 4, 3, false);
     fs::remove(dir / "train-labels-idx1-ubyte");
-    CHECK(load_throws(dir, {"meshpp::io::load_mnist: found neither ",
+    CHECK(load_throws(dir, {"meshpp::load_mnist: found neither ",
                             dir / "train-labels-idx1-ubyte", dir / "train-labels-idx1-ubyte.gz",
                             "install Debian's package dataset-fashion-mnist"}));
   }
@@ -276,7 +276,7 @@ TEST_CASE("load_mnist: files that do not fit together throw, naming the file") {
     temp_dir dir;
     write_mnist(dir, 12, 5, 4, 3, false);
     write_file(dir / "t10k-images-idx3-ubyte", idx_file({5, 4, 3}, counting(59)), false);
-    CHECK(load_throws(dir, {"meshpp::io::read_idx: ", dir / "t10k-images-idx3-ubyte",
+    CHECK(load_throws(dir, {"meshpp::read_idx: ", dir / "t10k-images-idx3-ubyte",
                             "truncated: expected 60 bytes of data, found 59"}));
   }
   SUBCASE("label and image counts differ") {

@@ -1,7 +1,7 @@
 // meshpp/io/idx.hpp — reading MNIST-format IDX files, gzip-compressed or raw.
 //
-//   auto images = io::read_idx(dir + "/train-images-idx3-ubyte.gz");  // dims {60000, 28, 28}
-//   auto mnist  = io::load_mnist(comm, io::default_fashion_mnist_dir);  // all four, every rank
+//   auto images = read_idx(dir + "/train-images-idx3-ubyte.gz");  // dims {60000, 28, 28}
+//   auto mnist  = load_mnist(comm, default_fashion_mnist_dir);  // all four, every rank
 //
 // An IDX file (LeCun's MNIST format) is the bytes 00 00 <type> <number of dims>, then each dim
 // size as a big-endian 32-bit integer, then the elements in row-major order and nothing after.
@@ -41,7 +41,7 @@
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/text.hpp"
 
-namespace meshpp::io {
+namespace meshpp {
 
 /// @brief The contents of one IDX file of unsigned bytes: its dim sizes and its elements in
 /// row-major order (data.size() is the product of dims).
@@ -161,7 +161,7 @@ class byte_source {
   template <class... P>
   [[noreturn]] void fail(const P&... pieces) const {
     std::string message;
-    meshpp::detail::append(message, "meshpp::io::read_idx: ", path_, ": ", pieces...);
+    meshpp::detail::append(message, "meshpp::read_idx: ", path_, ": ", pieces...);
     throw error(message);
   }
 
@@ -210,7 +210,7 @@ inline std::string find_mnist_file(const std::string& dir, const std::string& na
   if (std::filesystem::exists(raw, ec)) return raw.string();
   if (std::filesystem::exists(gz, ec)) return gz.string();
   std::string message;
-  meshpp::detail::append(message, "meshpp::io::load_mnist: found neither ", raw.string(), " nor ",
+  meshpp::detail::append(message, "meshpp::load_mnist: found neither ", raw.string(), " nor ",
                          gz.string(), ". ", mnist_hint);
   throw error(message);
 }
@@ -218,7 +218,7 @@ inline std::string find_mnist_file(const std::string& dir, const std::string& na
 template <class... P>
 [[noreturn]] void mnist_fail(const std::string& path, const P&... pieces) {
   std::string message;
-  meshpp::detail::append(message, "meshpp::io::load_mnist: ", path, ": ", pieces...);
+  meshpp::detail::append(message, "meshpp::load_mnist: ", path, ": ", pieces...);
   throw error(message);
 }
 
@@ -364,7 +364,7 @@ inline mnist_data load_mnist(const boost::mpi::communicator& comm, const std::st
   } catch (const std::exception& e) {  // std::bad_alloc too: no rank may leave alone
     problem = e.what();
     if (problem.empty())
-      meshpp::detail::append(problem, "meshpp::io::load_mnist: ", dir, ": failed");
+      meshpp::detail::append(problem, "meshpp::load_mnist: ", dir, ": failed");
   }
   agree_or_throw(comm, problem);
 
@@ -379,11 +379,11 @@ inline mnist_data load_mnist(const boost::mpi::communicator& comm, const std::st
   boost::mpi::all_reduce(comm, mine.data(), 2, most.data(), boost::mpi::maximum<unsigned long>());
   if (most != mine) {
     std::string message;
-    meshpp::detail::append(message, "meshpp::io::load_mnist: ranks read different data from ", dir,
+    meshpp::detail::append(message, "meshpp::load_mnist: ranks read different data from ", dir,
                            " (a per-node file system with different files?)");
     throw error(message);
   }
   return out;
 }
 
-}  // namespace meshpp::io
+}  // namespace meshpp
