@@ -12,7 +12,10 @@
 // single-rank computation without the mesh (on rank 0), and times the step.
 //
 //   mpiexec -n 4 --oversubscribe build/examples/two_layer [--batch 128 --io 256 --hidden 1024]
-//   [--reps 3] [--json]
+//   [--reps 3] [--json] [--autodiff]
+//
+// --autodiff takes the backward pass from the gradient machinery (vjp, autodiff/) instead of
+// the hand-written one: the counted values must be the same, exactly.
 //
 // The program is the same for every layout: only the mesh type changes.
 #include <meshpp/meshpp.hpp>
@@ -40,6 +43,7 @@ struct options {
   std::size_t b = 128, d_io = 256, d_h = 1024;
   int reps = 3;
   bool json = false;
+  bool autodiff = false;  // the backward pass from vjp() instead of written by hand
 };
 
 struct result {
@@ -135,25 +139,47 @@ result run(const Mesh& mesh, const options& o, const reference* ref) {
     auto dx = mp::einsum<bi>(dz, w);                     // contracts hidden
     return std::tuple{y, dv, dbias, dw, dx};
   };
-
+  // The same step with the backward pass from the gradient machinery: the forward ops are
+  // recorded, and vjp(y, dy, ...) runs their gradients (the paper's backward pass is seeded
+  // with dy, so no loss is reduced).
+  const auto tx = mp::trace(x), tw = mp::trace(w), tv = mp::trace(v), tbias = mp::trace(bias);
+  auto autodiff_step = [&](std::uint64_t* forward_values) {
+    auto h = mp::relu(mp::einsum<bh>(tx, tw) + tbias);
+    auto y = mp::einsum<bi>(h, tv);
+    if (forward_values) *forward_values = mesh.counters().values(mp::collective::allreduce);
+    auto [dx, dw, dv, dbias] = mp::vjp(y, dy, tx, tw, tv, tbias);
+    return std::tuple{y.value(), dv, dbias, dw, dx};
+  };
   result r;
-  mesh.counters().reset();
-  auto [y, dv, dbias, dw, dx] = step(&r.values_allreduced_forward);
-  r.values_allreduced = mesh.counters().values(mp::collective::allreduce);
-  // gathered to rank 0, the only rank that holds the reference
-  const auto gy = mp::gather(y, 0);
-  const auto gdv = mp::gather(dv, 0);
-  const auto gdbias = mp::gather(dbias, 0);
-  const auto gdw = mp::gather(dw, 0);
-  const auto gdx = mp::gather(dx, 0);
-  if (ref) {
-    r.max_abs_diff =
-        std::max({max_diff(gy, ref->y), max_diff(gdv, ref->dv), max_diff(gdbias, ref->dbias),
-                  max_diff(gdw, ref->dw), max_diff(gdx, ref->dx)});
-  }
+  // one step, counted, and its results checked against the reference on rank 0
+  auto check = [&](auto&& one_step) {
+    mesh.counters().reset();
+    auto [y, dv, dbias, dw, dx] = one_step(&r.values_allreduced_forward);
+    r.values_allreduced = mesh.counters().values(mp::collective::allreduce);
+    // gathered to rank 0, the only rank that holds the reference
+    const auto gy = mp::gather(y, 0);
+    const auto gdv = mp::gather(dv, 0);
+    const auto gdbias = mp::gather(dbias, 0);
+    const auto gdw = mp::gather(dw, 0);
+    const auto gdx = mp::gather(dx, 0);
+    if (ref) {
+      r.max_abs_diff =
+          std::max({max_diff(gy, ref->y), max_diff(gdv, ref->dv), max_diff(gdbias, ref->dbias),
+                    max_diff(gdw, ref->dw), max_diff(gdx, ref->dx)});
+    }
+  };
+  if (o.autodiff)
+    check(autodiff_step);
+  else
+    check(step);
   mesh.world().barrier();
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < o.reps; ++i) step(nullptr);
+  for (int i = 0; i < o.reps; ++i) {
+    if (o.autodiff)
+      autodiff_step(nullptr);
+    else
+      step(nullptr);
+  }
   mesh.world().barrier();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
               std::max(1, o.reps);
@@ -232,8 +258,12 @@ int main(int argc, char** argv) {
       o.reps = static_cast<int>(next());
     else if (a == "--json")
       o.json = true;
+    else if (a == "--autodiff")
+      o.autodiff = true;
     else if (a == "--help") {
-      std::printf("usage: two_layer [--batch B] [--io D_IO] [--hidden D_H] [--reps R] [--json]\n");
+      std::printf(
+          "usage: two_layer [--batch B] [--io D_IO] [--hidden D_H] [--reps R] [--json] "
+          "[--autodiff]\n");
       return 0;
     } else {
       throw mp::error("two_layer: unknown argument '" + a + "' (try --help)");
