@@ -309,7 +309,9 @@ int main(int argc, char** argv) {
           data, o);
     }
   } catch (const mp::error& e) {
-    if (boost::mpi::communicator().rank() == 0) std::fprintf(stderr, "%s\n", e.what());
+    // every rank threw (before any rank went on); each says why, since only the rank that met
+    // the problem knows the details (a file missing on one node)
+    std::fprintf(stderr, "mnist: rank %d: %s\n", boost::mpi::communicator().rank(), e.what());
     return 1;
   }
   return 0;

@@ -82,8 +82,8 @@ class adam_slot final : public slot<Tensor> {
     T* __restrict v = v_->local().data();
     const std::size_t n = this->parameter().local().size();
     for (std::size_t i = 0; i < n; ++i) {
-      m[i] = beta1 * m[i] + (1 - beta1) * g[i];
-      v[i] = beta2 * v[i] + (1 - beta2) * g[i] * g[i];
+      m[i] = flush_subnormal(beta1 * m[i] + (1 - beta1) * g[i]);
+      v[i] = flush_subnormal(beta2 * v[i] + (1 - beta2) * g[i] * g[i]);
       const T m_hat = m[i] * correct1;
       const T v_hat = v[i] * correct2;
       p[i] -= lr * (m_hat / (std::sqrt(v_hat) + eps) + wd * p[i]);

@@ -60,12 +60,12 @@ class sgd_slot final : public slot<Tensor> {
     if (o.nesterov) {
       for (std::size_t i = 0; i < n; ++i) {
         const T d = g[i] + wd * p[i];
-        b[i] = mu * b[i] + d;
+        b[i] = flush_subnormal(mu * b[i] + d);
         p[i] -= lr * (d + mu * b[i]);
       }
     } else {
       for (std::size_t i = 0; i < n; ++i) {
-        b[i] = mu * b[i] + (g[i] + wd * p[i]);
+        b[i] = flush_subnormal(mu * b[i] + (g[i] + wd * p[i]));
         p[i] -= lr * b[i];
       }
     }
