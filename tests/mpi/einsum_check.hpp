@@ -190,16 +190,6 @@ inline bool counted(const mp::counters& k, const expect& want, std::uint64_t n, 
   return ok;
 }
 
-// group_size(m, mask): the number of ranks in a group over the mesh dims of mask
-template <class Mesh>
-std::uint64_t group_size(const Mesh& m, unsigned mask) {
-  std::uint64_t p = 1;
-  for (std::size_t i = 0; i < Mesh::ndims; ++i) {
-    if (mask & (1u << i)) p *= static_cast<std::uint64_t>(m.sizes()[i]);
-  }
-  return p;
-}
-
 // verify(counters_ok, values_ok, where): the two checks of every einsum, in one function that
 // is not a template (so no case instantiates assertion code of its own), naming the line of
 // the case that failed
@@ -220,8 +210,9 @@ void check_call(const Mesh& m, Call&& call, const GA& ga, const GB& gb, const Si
   const auto c = call();
   using C = std::remove_cvref_t<decltype(c)>;
   static_assert(std::is_same_v<typename C::shape_type, Out>);
-  const bool counters_ok = counted(m.counters(), want, c.local().size(),
-                                   sizeof(typename C::value_type), group_size(m, want.mask), flops);
+  const bool counters_ok =
+      counted(m.counters(), want, c.local().size(), sizeof(typename C::value_type),
+              meshpp_test::ranks_along(m, want.mask), flops);
   verify(counters_ok, close_to(mp::gather(c), reference<Out, SA, SB>(ga, gb, sizes)), where);
 }
 

@@ -47,15 +47,7 @@ double batched_table_value(std::size_t b, std::size_t v, std::size_t d) {
 std::size_t id_value(std::size_t b, std::size_t s) { return (b * 5 + s * 3) % V; }  // every row
 
 // Every mesh shape [x, y, z] of n ranks.
-std::vector<std::array<int, 3>> mesh_shapes(int n) {
-  std::vector<std::array<int, 3>> out;
-  for (int a = 1; a <= n; ++a) {
-    for (int b = 1; a * b <= n; ++b) {
-      if (n % (a * b) == 0) out.push_back({a, b, n / (a * b)});
-    }
-  }
-  return out;
-}
+std::vector<std::array<int, 3>> mesh_shapes(int n) { return meshpp_test::mesh_shapes<3>(n); }
 
 // The reference lookup: out[b, s, d] = table[ids[b, s], d]
 template <class T>

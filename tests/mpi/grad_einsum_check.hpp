@@ -8,29 +8,14 @@
 #pragma once
 
 #include <meshpp/autodiff/einsum.hpp>
-#include <meshpp/autodiff/elementwise.hpp>
-#include <meshpp/autodiff/gradients.hpp>
-#include <meshpp/autodiff/reduce.hpp>
-#include <meshpp/core/create.hpp>
 
 #include <array>
-#include <cstddef>
 #include <vector>
 
-#include "gradcheck.hpp"
-#include "testing.hpp"
+#include "grad_fixture.hpp"
 
-namespace mp = meshpp;
-using meshpp_test::gradient_error;
-using meshpp_test::weighted_sum;
-using meshpp_test::world;
-
-MESHPP_DIM(batch);
 MESHPP_DIM(io);
-MESHPP_DIM(hidden);
 MESHPP_DIM(extra);
-MESHPP_DIM(rows);
-MESHPP_DIM(cols);
 MESHPP_DIM(planes);
 
 namespace grad_einsum {
@@ -38,20 +23,11 @@ namespace grad_einsum {
 const auto sizes = mp::extents{batch{} = 4, io{} = 4, hidden{} = 3, extra{} = 2};
 using rules = mp::layout<mp::split<batch, rows>, mp::split<io, cols>, mp::split<extra, planes>>;
 using mesh_t = mp::mesh<mp::axes<rows, cols, planes>, rules>;
-constexpr double tol = 1e-7;
 
 // Every mesh shape [rows, cols, planes] of n ranks whose sizes divide the dims they split
 // (batch 4, io 4, extra 2).
 inline std::vector<std::array<int, 3>> mesh_shapes(int n) {
-  std::vector<std::array<int, 3>> out;
-  for (int a = 1; a <= n; ++a) {
-    for (int b = 1; a * b <= n; ++b) {
-      if (n % (a * b) != 0) continue;
-      const int c = n / (a * b);
-      if (4 % a == 0 && 4 % b == 0 && 2 % c == 0) out.push_back({a, b, c});
-    }
-  }
-  return out;
+  return meshpp_test::mesh_shapes<3>(n, {4, 4, 2});
 }
 
 /// The operands of the cases, all of double, from the global index.
@@ -74,9 +50,7 @@ struct operands {
 // check(what, x, f): f's gradient with respect to x matches central differences
 template <class X, class F>
 void check(const char* what, const X& x, F f) {
-  CAPTURE(what);
-  CAPTURE(x.mesh().describe());
-  CHECK(gradient_error(x, f) < tol);
+  check_gradient(what, x, f);
 }
 
 // for_each_mesh(f): f(mesh) on every mesh shape of the world

@@ -11,12 +11,8 @@
 #pragma once
 
 #include <meshpp/autodiff/einsum.hpp>
-#include <meshpp/autodiff/elementwise.hpp>
 #include <meshpp/autodiff/embedding.hpp>
-#include <meshpp/autodiff/gradients.hpp>
-#include <meshpp/autodiff/reduce.hpp>
 #include <meshpp/comm/counters.hpp>
-#include <meshpp/core/create.hpp>
 #include <meshpp/ops/einsum.hpp>
 #include <meshpp/ops/embedding.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
@@ -26,15 +22,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "gradcheck.hpp"
-#include "testing.hpp"
+#include "grad_fixture.hpp"
 
-namespace mp = meshpp;
-using meshpp_test::gradient_error;
-using meshpp_test::weighted_sum;
-using meshpp_test::world;
-
-MESHPP_DIM(batch);
 MESHPP_DIM(seq);
 MESHPP_DIM(vocab);
 MESHPP_DIM(d_model);
@@ -46,23 +35,14 @@ namespace grad_embedding {
 
 constexpr std::size_t B = 4, S = 2, V = 8, D = 4;
 const auto sizes = mp::extents{batch{} = B, seq{} = S, vocab{} = V, d_model{} = D};
-constexpr double tol = 1e-7;
 
 // ids 0..5 of 8: 0 and 3 twice (their rows accumulate), 6 and 7 never (zero rows)
 inline std::size_t id_value(std::size_t b, std::size_t s) { return (b * 5 + s * 3) % 6; }
 
 // Every mesh shape [x, y, z] of n ranks whose sizes divide `limits` (the sizes of the dims
 // split over x, y, z; 1 for a mesh dim nothing is split over, which then holds 1 rank).
-inline std::vector<std::array<int, 3>> mesh_shapes(int n, std::array<int, 3> limits) {
-  std::vector<std::array<int, 3>> out;
-  for (int a = 1; a <= n; ++a) {
-    for (int b = 1; a * b <= n; ++b) {
-      if (n % (a * b) != 0) continue;
-      const int c = n / (a * b);
-      if (limits[0] % a == 0 && limits[1] % b == 0 && limits[2] % c == 0) out.push_back({a, b, c});
-    }
-  }
-  return out;
+inline std::vector<std::array<int, 3>> mesh_shapes(int n, const std::array<int, 3>& limits) {
+  return meshpp_test::mesh_shapes<3>(n, limits);
 }
 
 // backward_is(c, reduce_mask, gather_mask, values): the counters hold one allreduce over the
@@ -83,16 +63,6 @@ inline bool backward_is(const mp::counters& c, unsigned reduce_mask, unsigned ga
     }
   }
   return true;
-}
-
-// ranks_along(m, mask): the number of ranks of a group along the mesh dims in mask
-template <class Mesh>
-std::uint64_t ranks_along(const Mesh& m, unsigned mask) {
-  std::uint64_t p = 1;
-  for (std::size_t i = 0; i < Mesh::ndims; ++i) {
-    if (mask & (1u << i)) p *= static_cast<std::uint64_t>(m.sizes()[i]);
-  }
-  return p;
 }
 
 // check_lookup<Table, Ids, OneHot>(m, reduce_mask, gather_mask): every check above for
@@ -116,14 +86,14 @@ void check_lookup(const Mesh& m, unsigned reduce_mask, unsigned gather_mask = 0)
   CHECK_ALL_RANKS(meshpp_test::bit_equal(out.value().local(), lookup(table).local()));
 
   // the gradient: central differences, linear and through a nonlinearity
-  CHECK(gradient_error(table, [&](const auto& t) { return weighted_sum(lookup(t)); }) < tol);
-  CHECK(gradient_error(table, [&](const auto& t) { return weighted_sum(mp::tanh(lookup(t))); }) <
-        tol);
+  check_gradient("linear", table, [&](const auto& t) { return weighted_sum(lookup(t)); });
+  check_gradient("through tanh", table,
+                 [&](const auto& t) { return weighted_sum(mp::tanh(lookup(t))); });
 
   // the communication: one dense allreduce of the table's slice over ids' mesh dims
   using out_t = typename std::remove_cvref_t<decltype(out)>::tensor_type;
   const auto dy = mp::random_normal<out_t>(m, sizes, 2);
-  const std::uint64_t values = table.local().size() / ranks_along(m, gather_mask);
+  const std::uint64_t values = table.local().size() / meshpp_test::ranks_along(m, gather_mask);
   m.counters().reset();
   const auto [grad] = mp::vjp(out, dy, traced_table);
   CAPTURE(m.counters().report(m.names()));

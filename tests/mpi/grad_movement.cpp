@@ -5,54 +5,23 @@
 // (vjp, counters reset after the forward pass): the transposed collective, and no other.
 // Reshape and rename: grad_reshape.cpp; slicing, padding, concatenation, splitting and
 // shifting: grad_slicing.cpp.
-#include <meshpp/autodiff/elementwise.hpp>
-#include <meshpp/autodiff/gradients.hpp>
 #include <meshpp/autodiff/movement.hpp>
-#include <meshpp/autodiff/reduce.hpp>
 #include <meshpp/comm/counters.hpp>
-#include <meshpp/core/create.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <string>
-#include <vector>
 
-#include "gradcheck.hpp"
-#include "testing.hpp"
-
-namespace mp = meshpp;
-using meshpp_test::gradient_error;
-using meshpp_test::weighted_sum;
-using meshpp_test::world;
-
-MESHPP_DIM(batch);
-MESHPP_DIM(hidden);
-MESHPP_DIM(rows);
-MESHPP_DIM(cols);
+#include "grad_fixture.hpp"
 
 namespace {
 const auto sizes = mp::extents{batch{} = 4, hidden{} = 8};
-using split_rules = mp::layout<mp::split<batch, rows>, mp::split<hidden, cols>>;
-using split_mesh = mp::mesh<mp::axes<rows, cols>, split_rules>;
-using replicated_mesh = mp::mesh<mp::axes<rows, cols>, mp::layout<>>;
-constexpr double tol = 1e-7;
-
-std::vector<std::array<int, 2>> mesh_shapes() {
-  const int n = world().size();
-  return {meshpp_test::grid2(n), {1, n}, {n, 1}};
-}
 
 template <class Mesh>
 void check_all(const Mesh& m) {
-  CAPTURE(m.describe());
-  auto a = mp::random_normal<double, batch, hidden>(m, sizes, 1);
-  auto check = [&](const char* what, auto f) {
-    const std::string name = what;  // CAPTURE prints a const char* as an address
-    CAPTURE(name);
-    CHECK(gradient_error(a, f) < tol);
-  };
+  const auto a = mp::random_normal<double, batch, hidden>(m, sizes, 1);
+  auto check = [&](const char* what, auto f) { check_gradient(what, a, f); };
   using by_hidden = mp::layout<mp::split<hidden, rows>>;
   check("relayout batch:rows -> hidden:rows",
         [](const auto& x) { return weighted_sum(mp::relayout<by_hidden>(x)); });

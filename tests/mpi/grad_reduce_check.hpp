@@ -4,35 +4,18 @@
 // dim (batch over rows, hidden over cols) and a replicated dim (k).
 #pragma once
 
-#include <meshpp/autodiff/elementwise.hpp>
-#include <meshpp/autodiff/gradients.hpp>
-#include <meshpp/autodiff/reduce.hpp>
-#include <meshpp/core/create.hpp>
-
 #include <cmath>
 #include <cstddef>
+#include <string>
 
-#include "gradcheck.hpp"
-#include "testing.hpp"
+#include "grad_fixture.hpp"
 
-namespace mp = meshpp;
-using meshpp_test::gradient_error;
-using meshpp_test::weighted_sum;
-using meshpp_test::world;
-
-MESHPP_DIM(batch);
-MESHPP_DIM(hidden);
 MESHPP_DIM(k);
-MESHPP_DIM(rows);
-MESHPP_DIM(cols);
 
 namespace grad_reduce {
 constexpr std::size_t B = 4, H = 4, K = 3;
 const auto sizes = mp::extents{batch{} = B, hidden{} = H, k{} = K};
-// batch and hidden split, k replicated
-using rules = mp::layout<mp::split<batch, rows>, mp::split<hidden, cols>>;
-using mesh_t = mp::mesh<mp::axes<rows, cols>, rules>;
-constexpr double tol = 1e-7;
+using mesh_t = split_mesh;  // batch and hidden split, k replicated
 
 // The four reductions as types, so one check runs each in every spelling.
 #define MESHPP_TEST_REDUCTION(NAME)            \
@@ -51,10 +34,7 @@ MESHPP_TEST_REDUCTION(reduce_min)
 
 template <class X, class F>
 void check(const char* op, const char* what, const X& x, F f) {
-  CAPTURE(op);
-  CAPTURE(what);
-  CAPTURE(x.mesh().describe());
-  CHECK(gradient_error(x, f) < tol);
+  check_gradient(std::string(op) + what, x, f);
 }
 
 // Op<Ts...>(x) in every spelling, through weighted_sum so each output element has its own

@@ -3,60 +3,28 @@
 // grid2(n), [1, n] and [n, 1], so each dim is split over 1, 2 and 4 ranks somewhere) and on a
 // mesh with no rules (everything replicated); and a variable's accumulated gradient through a
 // reshape, compared exactly. Relayout: grad_movement.cpp.
-#include <meshpp/autodiff/elementwise.hpp>
-#include <meshpp/autodiff/gradients.hpp>
 #include <meshpp/autodiff/movement.hpp>
-#include <meshpp/autodiff/reduce.hpp>
-#include <meshpp/core/create.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
-
-#include <array>
-#include <string>
-#include <vector>
 
 #include <xtensor/xtensor.hpp>
 
-#include "gradcheck.hpp"
-#include "testing.hpp"
+#include "grad_fixture.hpp"
 
-namespace mp = meshpp;
-using meshpp_test::gradient_error;
-using meshpp_test::weighted_sum;
-using meshpp_test::world;
-
-MESHPP_DIM(batch);
-MESHPP_DIM(hidden);
 MESHPP_DIM(flat);
 MESHPP_DIM(head);
 MESHPP_DIM(dk);
 MESHPP_DIM(hidden2);
-MESHPP_DIM(rows);
-MESHPP_DIM(cols);
 
 namespace {
 const auto sizes = mp::extents{batch{} = 4, hidden{} = 8};
 // the new dims are split too: [batch/rows, hidden/cols] |-> [flat/rows] keeps the split of
 // batch and gathers hidden; |-> [batch/rows, head/cols, dk] is local; hidden2 is whole
-using split_rules = mp::layout<mp::split<batch, rows>, mp::split<hidden, cols>,
-                               mp::split<flat, rows>, mp::split<head, cols>>;
-using split_mesh = mp::mesh<mp::axes<rows, cols>, split_rules>;
-using replicated_mesh = mp::mesh<mp::axes<rows, cols>, mp::layout<>>;
-constexpr double tol = 1e-7;
-
-std::vector<std::array<int, 2>> mesh_shapes() {
-  const int n = world().size();
-  return {meshpp_test::grid2(n), {1, n}, {n, 1}};
-}
+using reshape_mesh = split_mesh_with<mp::split<flat, rows>, mp::split<head, cols>>;
 
 template <class Mesh>
 void check_all(const Mesh& m) {
-  CAPTURE(m.describe());
-  auto a = mp::random_normal<double, batch, hidden>(m, sizes, 1);
-  auto check = [&](const char* what, auto f) {
-    const std::string name = what;  // CAPTURE prints a const char* as an address
-    CAPTURE(name);
-    CHECK(gradient_error(a, f) < tol);
-  };
+  const auto a = mp::random_normal<double, batch, hidden>(m, sizes, 1);
+  auto check = [&](const char* what, auto f) { check_gradient(what, a, f); };
   check("reshape merging the split dims",
         [](const auto& x) { return weighted_sum(mp::reshape<mp::shape<flat>>(x)); });
   check("reshape splitting hidden", [](const auto& x) {
@@ -74,7 +42,7 @@ void check_all(const Mesh& m) {
 }  // namespace
 
 TEST_CASE("reshape and rename gradients match central differences, split layout") {
-  for (const auto& shape : mesh_shapes()) check_all(split_mesh(shape));
+  for (const auto& shape : mesh_shapes()) check_all(reshape_mesh(shape));
 }
 
 TEST_CASE("reshape and rename gradients match central differences, replicated layout") {
@@ -83,7 +51,7 @@ TEST_CASE("reshape and rename gradients match central differences, replicated la
 
 TEST_CASE("a variable's gradient through a reshape and a relayout") {
   for (const auto& shape : mesh_shapes()) {
-    const split_mesh m(shape);
+    const reshape_mesh m(shape);
     mp::variable w(mp::random_normal<double, batch, hidden>(m, sizes, 5), "w");
     const auto y = mp::relayout<mp::layout<>>(mp::reshape<mp::shape<flat>>(w));
     mp::backward(mp::reduce_sum(y * y));

@@ -4,54 +4,23 @@
 // somewhere), and on a mesh with no rules (everything replicated). Ranges and offsets are
 // chosen to cross the stripes' borders, so the backward permutes move rows between ranks.
 // Relayout, reshape and rename: grad_movement.cpp.
-#include <meshpp/autodiff/elementwise.hpp>
-#include <meshpp/autodiff/gradients.hpp>
 #include <meshpp/autodiff/movement.hpp>
-#include <meshpp/autodiff/reduce.hpp>
-#include <meshpp/core/create.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
 
-#include <array>
-#include <string>
-#include <vector>
+#include <cstddef>
 
 #include <xtensor/xtensor.hpp>
 
-#include "gradcheck.hpp"
-#include "testing.hpp"
-
-namespace mp = meshpp;
-using meshpp_test::gradient_error;
-using meshpp_test::weighted_sum;
-using meshpp_test::world;
-
-MESHPP_DIM(batch);
-MESHPP_DIM(hidden);
-MESHPP_DIM(rows);
-MESHPP_DIM(cols);
+#include "grad_fixture.hpp"
 
 namespace {
 const auto sizes = mp::extents{batch{} = 4, hidden{} = 8};
-using split_rules = mp::layout<mp::split<batch, rows>, mp::split<hidden, cols>>;
-using split_mesh = mp::mesh<mp::axes<rows, cols>, split_rules>;
-using replicated_mesh = mp::mesh<mp::axes<rows, cols>, mp::layout<>>;
-constexpr double tol = 1e-7;
-
-std::vector<std::array<int, 2>> mesh_shapes() {
-  const int n = world().size();
-  return {meshpp_test::grid2(n), {1, n}, {n, 1}};
-}
 
 template <class Mesh>
 void check_all(const Mesh& m) {
-  CAPTURE(m.describe());
-  auto a = mp::random_normal<double, batch, hidden>(m, sizes, 1);
-  auto other = mp::random_normal<double, batch, hidden>(m, sizes, 2);
-  auto check = [&](const char* what, auto f) {
-    const std::string name = what;  // CAPTURE prints a const char* as an address
-    CAPTURE(name);
-    CHECK(gradient_error(a, f) < tol);
-  };
+  const auto a = mp::random_normal<double, batch, hidden>(m, sizes, 1);
+  const auto other = mp::random_normal<double, batch, hidden>(m, sizes, 2);
+  auto check = [&](const char* what, auto f) { check_gradient(what, a, f); };
   // every result size divides by 4: legal on every mesh
   check("slice", [](const auto& x) { return weighted_sum(mp::slice<hidden>(x, 3, 4)); });
   check("pad", [](const auto& x) { return weighted_sum(mp::pad<hidden>(x, 3, 1, 0.5)); });

@@ -1,10 +1,6 @@
 // Layer normalisation (nn/layer_norm.hpp) and dropout (nn/dropout.hpp): forward against plain
 // loops, gradients against central differences, under a layout splitting the normalised dim
 // (and batch) and under a replicated one; dropout's mask identical bit for bit across layouts.
-#include <meshpp/autodiff/elementwise.hpp>
-#include <meshpp/autodiff/gradients.hpp>
-#include <meshpp/autodiff/reduce.hpp>
-#include <meshpp/core/create.hpp>
 #include <meshpp/nn/dropout.hpp>
 #include <meshpp/nn/layer_norm.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
@@ -12,27 +8,12 @@
 #include <cmath>
 #include <cstddef>
 
-#include "gradcheck.hpp"
+#include "grad_fixture.hpp"
 #include "reference.hpp"
-#include "testing.hpp"
 
-namespace mp = meshpp;
-using meshpp_test::gradient_error;
-using meshpp_test::weighted_sum;
-using meshpp_test::world;
-
-MESHPP_DIM(batch);
-MESHPP_DIM(hidden);
-MESHPP_DIM(rows);
-MESHPP_DIM(cols);
-
+// split_mesh splits hidden, the normalised dim: its means allreduce over cols
 namespace {
 const auto sizes = mp::extents{batch{} = 4, hidden{} = 6};
-// hidden, the normalised dim, split: its means allreduce over cols
-using split_mesh =
-    mp::mesh<mp::axes<rows, cols>, mp::layout<mp::split<batch, rows>, mp::split<hidden, cols>>>;
-using replicated_mesh = mp::mesh<mp::axes<rows, cols>, mp::layout<>>;
-constexpr double tol = 1e-7;
 
 template <class Mesh>
 void check_layer_norm(const Mesh& m) {
@@ -60,15 +41,15 @@ void check_layer_norm(const Mesh& m) {
 
   // gradients of x, gamma and beta (the inputs of moderate size: finite differences in x)
   const auto x0 = mp::random_normal<double, batch, hidden>(m, sizes, 4);
-  CHECK(gradient_error(x0, [&](const auto& t) {
-          return weighted_sum(mp::layer_norm<hidden>(t, gamma, beta, eps));
-        }) < tol);
-  CHECK(gradient_error(gamma, [&](const auto& t) {
-          return weighted_sum(mp::layer_norm<hidden>(x0, t, beta, eps));
-        }) < tol);
-  CHECK(gradient_error(beta, [&](const auto& t) {
-          return weighted_sum(mp::layer_norm<hidden>(x0, gamma, t, eps));
-        }) < tol);
+  check_gradient("layer_norm, d/dx", x0, [&](const auto& t) {
+    return weighted_sum(mp::layer_norm<hidden>(t, gamma, beta, eps));
+  });
+  check_gradient("layer_norm, d/dgamma", gamma, [&](const auto& t) {
+    return weighted_sum(mp::layer_norm<hidden>(x0, t, beta, eps));
+  });
+  check_gradient("layer_norm, d/dbeta", beta, [&](const auto& t) {
+    return weighted_sum(mp::layer_norm<hidden>(x0, gamma, t, eps));
+  });
 
   // the layer: gamma 1, beta 0, and its variables receive gradients through backward()
   mp::layer_norm_layer<double, hidden, Mesh> norm(m, sizes, eps, "ln");
@@ -136,10 +117,10 @@ TEST_CASE("dropout: gradient uses the same mask; rate 0 and inference are the id
   const auto grid = meshpp_test::grid2(world().size());
   split_mesh m(grid);
   const auto x = mp::random_normal<double, batch, hidden>(m, sizes, 5);
-  CHECK(gradient_error(x, [&](const auto& t) { return weighted_sum(mp::dropout(t, 0.5, 3)); }) <
-        tol);
-  CHECK(gradient_error(x, [&](const auto& t) { return weighted_sum(mp::dropout(t, 0.0, 3)); }) <
-        tol);
+  check_gradient("dropout 0.5", x,
+                 [](const auto& t) { return weighted_sum(mp::dropout(t, 0.5, 3)); });
+  check_gradient("dropout 0", x,
+                 [](const auto& t) { return weighted_sum(mp::dropout(t, 0.0, 3)); });
   // the gradient is the mask itself: zero exactly where the output is
   const auto xt = mp::trace(x);
   const auto y = mp::dropout(xt, 0.5, 3);

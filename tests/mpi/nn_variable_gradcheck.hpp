@@ -6,9 +6,7 @@
 #include <meshpp/core/create.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
 
-#include <algorithm>
-#include <cmath>
-#include <cstddef>
+#include <utility>
 
 #include "gradcheck.hpp"
 
@@ -22,24 +20,14 @@ double variable_gradient_error(V& v, F&& loss, double h = 1e-6) {
   namespace mp = meshpp;
   using X = typename V::tensor_type;
   const auto [g] = mp::gradients(loss(), v);
-  const auto grad = mp::gather(g);
   const X original = v.value();
-  const auto base = mp::gather(original);
-  const auto& shape = original.global_shape();
-  double worst = 0;
-  for (std::size_t i = 0; i < base.size(); ++i) {
-    auto at = [&](double delta) {
-      v.value() = mp::generate<X>(original.mesh(), original.sizes(), [&](const auto& index) {
-        std::size_t flat = 0;
-        for (std::size_t d = 0; d < index.size(); ++d) flat = flat * shape[d] + index[d];
-        return base.data()[flat] + (flat == i ? delta : 0.0);
-      });
-      return scalar_of(loss());
-    };
-    const double fd = (at(h) - at(-h)) / (2 * h);
-    worst = std::max(
-        worst, std::abs(fd - static_cast<double>(grad.data()[i])) / std::max(1.0, std::abs(fd)));
-  }
+  const double worst = central_difference_error(
+      original, mp::gather(g),
+      [&](X x) {
+        v.value() = std::move(x);
+        return scalar_of(loss());
+      },
+      h);
   v.value() = original;
   return worst;
 }

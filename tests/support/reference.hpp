@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstddef>
 #include <stdexcept>
-#include <vector>
 
 #include <xtensor/xtensor.hpp>
 
@@ -88,31 +87,6 @@ xt::xtensor<double, N> slice_of(const xt::xtensor<double, N>& want, const Tensor
     for (std::size_t d = 0; d < N; ++d) source = source * want.shape()[d] + offsets[d] + index[d];
     out.data()[flat] = want.data()[source];
   }
-  return out;
-}
-
-// mesh_shapes<N>(n): every shape of an N-dim mesh of n ranks (positive sizes whose product is
-// n). One mesh type then runs under many layouts, compiled once: a mesh dim of size 1 splits
-// nothing, so with rules batch:x, hidden:y over [x, y, rest], {1, 1, n} is replicated,
-// {n, 1, 1} splits batch alone and {2, 2, 1} splits both.
-template <std::size_t N>
-std::vector<std::array<int, N>> mesh_shapes(int n) {
-  std::vector<std::array<int, N>> out;
-  std::array<int, N> s{};
-  auto fill = [&](auto& self, std::size_t i, int rest) -> void {
-    if (i + 1 == N) {
-      s[i] = rest;
-      out.push_back(s);
-      return;
-    }
-    for (int f = 1; f <= rest; ++f) {
-      if (rest % f == 0) {
-        s[i] = f;
-        self(self, i + 1, rest / f);
-      }
-    }
-  };
-  fill(fill, 0, n);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -63,6 +64,56 @@ inline std::array<int, 3> grid3(int n) {
     }
   }
   return best;
+}
+
+// mesh_shapes<N>(n): every shape of an N-dim mesh of n ranks (positive sizes whose product is
+// n). One mesh type then runs under many layouts, compiled once: a mesh dim of size 1 splits
+// nothing, so with rules batch:x, hidden:y over [x, y, rest], {1, 1, n} is replicated,
+// {n, 1, 1} splits batch alone and {2, 2, 1} splits both.
+template <std::size_t N>
+std::vector<std::array<int, N>> mesh_shapes(int n) {
+  std::vector<std::array<int, N>> out;
+  std::array<int, N> s{};
+  auto fill = [&](auto& self, std::size_t i, int rest) -> void {
+    if (i + 1 == N) {
+      s[i] = rest;
+      out.push_back(s);
+      return;
+    }
+    for (int f = 1; f <= rest; ++f) {
+      if (rest % f == 0) {
+        s[i] = f;
+        self(self, i + 1, rest / f);
+      }
+    }
+  };
+  fill(fill, 0, n);
+  return out;
+}
+
+// mesh_shapes<N>(n, limits): those whose size along each mesh dim divides the limit there (the
+// size of the dim split over it; 1 where nothing is, so that mesh dim holds one rank)
+template <std::size_t N>
+std::vector<std::array<int, N>> mesh_shapes(int n, const std::array<int, N>& limits) {
+  auto out = mesh_shapes<N>(n);
+  std::erase_if(out, [&](const std::array<int, N>& s) {
+    for (std::size_t i = 0; i < N; ++i) {
+      if (limits[i] % s[i] != 0) return true;
+    }
+    return false;
+  });
+  return out;
+}
+
+// ranks_along(m, mask): the number of ranks of a group of mesh m along the mesh dims in mask
+// (bit i: mesh dim i)
+template <class Mesh>
+std::uint64_t ranks_along(const Mesh& m, unsigned mask) {
+  std::uint64_t p = 1;
+  for (std::size_t i = 0; i < Mesh::ndims; ++i) {
+    if (mask & (1u << i)) p *= static_cast<std::uint64_t>(m.sizes()[i]);
+  }
+  return p;
 }
 
 // throws_with<E>(f, {parts...}): f() throws an E whose message contains every part. Any other

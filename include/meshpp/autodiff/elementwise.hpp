@@ -87,6 +87,7 @@ auto traced_binary(const A& a, const B& b, Forward forward, GradA grad_a, GradB 
   return record(
       std::move(y),
       [ha, hb, grad_a, grad_b](const Y& out, const Y& g) {
+        (void)grad_a, (void)grad_b;  // one of them is unused when its operand is a scalar
         if constexpr (!std::is_arithmetic_v<decltype(ha)>) {
           if (ha->wanted) ha->accumulate(grad_a(g, value_of(ha), value_of(hb), out));
         }

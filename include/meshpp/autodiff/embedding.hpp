@@ -36,9 +36,6 @@
 // a traced table (autodiff/einsum.hpp) gives the table the same gradient as gather does.
 #pragma once
 
-#include <algorithm>
-#include <array>
-#include <cstddef>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -55,33 +52,6 @@
 namespace meshpp {
 
 namespace detail {
-
-// scatter_add_strided(src, extent, step, dst): dst's elements at the given steps += src
-// (contiguous, row-major over extent): copy_strided's reverse, adding
-template <class T, std::size_t N>
-void scatter_add_strided(const T* src, const std::array<std::size_t, N>& extent,
-                         const std::array<std::ptrdiff_t, N>& step, T* dst) {
-  if constexpr (N == 0) {
-    *dst += *src;
-  } else {
-    const std::size_t run = extent[N - 1];
-    const std::ptrdiff_t s = step[N - 1];
-    std::size_t rows = 1;
-    for (std::size_t i = 0; i + 1 < N; ++i) rows *= extent[i];
-    if (run == 0) return;
-    std::array<std::size_t, N> index{};
-    for (std::size_t r = 0; r < rows; ++r) {
-      for (std::size_t j = 0; j < run; ++j) dst[static_cast<std::ptrdiff_t>(j) * s] += src[j];
-      src += run;
-      for (std::size_t i = N - 1; i-- > 0;) {
-        dst += step[i];
-        if (++index[i] < extent[i]) break;
-        dst -= step[i] * static_cast<std::ptrdiff_t>(extent[i]);
-        index[i] = 0;
-      }
-    }
-  }
-}
 
 /// The table's gradient of gather<Dim>(table, ids), as the scatter-add leaves it: laid out as
 /// the table, except that a dim the table shares with ids is split as the lookup's output
@@ -109,8 +79,6 @@ template <class Dim, class Table, class Ids, class G>
 auto scatter_add(const G& g, const Ids& ids, const Table& table) {
   using plan = gather_plan<Dim, Table, Ids>;
   using grad_plan = gather_grad_plan<Dim, Table, Ids>;
-  using TS = typename plan::table_shape;
-  using IS = typename plan::ids_shape;
   using Out = typename plan::out;
   using T = typename Table::value_type;
   static_assert(std::is_same_v<typename G::shape_type, Out> &&
@@ -119,69 +87,10 @@ auto scatter_add(const G& g, const Ids& ids, const Table& table) {
                 "output");
   typename grad_plan::natural grad(table.mesh(), table.sizes());  // zeros
 
-  constexpr std::size_t ni = IS::rank;
-  constexpr std::size_t nn = plan::new_dims::rank;
-  const auto out_shape = g.local_shape();
-  const auto& out_offsets = g.local_offsets();
-
-  // The walk of gather_impl (ops/embedding.hpp) over the output's local region, writing where
-  // it reads: ids (read at this rank's stripe where they are whole and g is split) and the
-  // gradient's slice, placed at g's region along the dims it shares with g.
-  const auto ids_strides = row_major_strides<ni>(ids.local().shape());
-  const auto* ids_at = ids.local().data();
-  std::array<std::ptrdiff_t, ni> ids_step{};
-  for (std::size_t i = 0; i < ni; ++i) {  // Out begins with ids' dims, in ids' order
-    ids_step[i] = ids_strides[i];
-    ids_at += static_cast<std::ptrdiff_t>(out_offsets[i] - ids.local_offsets()[i]) * ids_strides[i];
-  }
-  const auto grad_strides = row_major_strides<TS::rank>(grad.local().shape());
-  T* grad_at = grad.local().data();
-  std::array<std::ptrdiff_t, Out::rank> grad_step{};
-  for_each_index<Out::rank>([&](auto k) {
-    using d = dim_at_t<Out, k.value>;
-    if constexpr (contains_v<TS, d>) {
-      constexpr std::size_t j = index_of_v<TS, d>;
-      grad_step[k] = grad_strides[j];
-      grad_at +=
-          static_cast<std::ptrdiff_t>(out_offsets[k] - grad.local_offsets()[j]) * grad_strides[j];
-    }
-  });
-  constexpr std::size_t dim_index = index_of_v<TS, Dim>;
-  const std::ptrdiff_t row_step = grad_strides[dim_index];
-  const std::size_t stripe_begin = grad.local_offsets()[dim_index];
-  const std::size_t stripe_size = grad.local().shape()[dim_index];
-
-  std::array<std::size_t, nn> inner_extent{};
-  std::array<std::ptrdiff_t, nn> inner_step{};
-  std::size_t inner = 1;
-  for (std::size_t k = 0; k < nn; ++k) {
-    inner_extent[k] = out_shape[ni + k];
-    inner_step[k] = grad_step[ni + k];
-    inner *= inner_extent[k];
-  }
-  std::size_t outer = 1;
-  for (std::size_t i = 0; i < ni; ++i) outer *= out_shape[i];
-
-  // The local pass: each row of g whose id this rank's stripe holds is added to that row.
-  const T* o = g.local().data();
-  std::array<std::size_t, ni> index{};
-  for (std::size_t r = 0; r < outer && inner > 0; ++r) {
-    const auto id = *ids_at;  // in [0, size): gather checked it
-    const std::size_t row = static_cast<std::size_t>(id) - stripe_begin;  // wraps if below
-    if (static_cast<std::size_t>(id) >= stripe_begin && row < stripe_size) {
-      scatter_add_strided<T, nn>(o, inner_extent, inner_step,
-                                 grad_at + static_cast<std::ptrdiff_t>(row) * row_step);
-    }
-    o += inner;
-    for (std::size_t i = ni; i-- > 0;) {
-      ids_at += ids_step[i];
-      grad_at += grad_step[i];
-      if (++index[i] < out_shape[i]) break;
-      ids_at -= ids_step[i] * static_cast<std::ptrdiff_t>(out_shape[i]);
-      grad_at -= grad_step[i] * static_cast<std::ptrdiff_t>(out_shape[i]);
-      index[i] = 0;
-    }
-  }
+  // The local pass of gather (ops/embedding.hpp), the other way: each row of g whose id this
+  // rank's stripe holds is added to that row (ids and the gradient's slice read at g's region).
+  for_each_lookup_row<Dim>(
+      ids, grad, g, [](T& to, const T& from) { to += from; }, [](auto) {});
 
   // The ranks that differ along ids' mesh dims added the rows of other ids: one dense sum (an
   // allreduce over no mesh dims, when ids are whole, is nothing at all).
