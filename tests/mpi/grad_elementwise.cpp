@@ -1,5 +1,5 @@
-// Gradients of component-wise arithmetic, broadcasting and binary functions, checked by central
-// differences (double) at every element, under a split and a replicated layout.
+// Gradients of component-wise arithmetic and broadcasting (binary functions: grad_binary.cpp),
+// checked by central differences (double) at every element, under a split and a replicated layout.
 #include "grad_fixture.hpp"
 
 namespace {
@@ -13,17 +13,6 @@ void check_all(const Mesh& m) {
   check_gradient("a - b", o.a, [&](const auto& x) { return weighted_sum(o.other - x); });
   check_gradient("a * b", o.a, [&](const auto& x) { return weighted_sum(x * x * o.other); });
   check_gradient("a / b", o.p, [&](const auto& x) { return weighted_sum(o.a / x + x / 3.0); });
-  check_gradient("pow base", o.p, [&](const auto& x) { return weighted_sum(mp::pow(x, 2.5)); });
-  check_gradient("pow both", o.p, [&](const auto& x) { return weighted_sum(mp::pow(x, x)); });
-  check_gradient("maximum", o.a,
-                 [&](const auto& x) { return weighted_sum(mp::maximum(x, o.other)); });
-  check_gradient("minimum", o.a,
-                 [&](const auto& x) { return weighted_sum(mp::minimum(o.other, x)); });
-  check_gradient("where", o.a, [&](const auto& x) {
-    return weighted_sum(mp::where(o.other > 0.0, x * 2.0, x * x));
-  });
-  check_gradient("cast", o.a,
-                 [&](const auto& x) { return weighted_sum(mp::cast<double>(x) * 3.0); });
 }
 }  // namespace
 
