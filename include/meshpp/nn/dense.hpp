@@ -33,6 +33,7 @@
 #include "meshpp/autodiff/einsum.hpp"
 #include "meshpp/autodiff/elementwise.hpp"
 #include "meshpp/autodiff/traced.hpp"
+#include "meshpp/core/blocks.hpp"
 #include "meshpp/core/create.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
@@ -148,13 +149,6 @@ struct activation_gradient_from_unbiased_input {
     return Act{}.gradient(g, z, y);
   }
 };
-
-// traced_or_tensor: a traced tensor (or variable) or a plain tensor
-template <class X>
-concept traced_or_tensor = is_traced_v<X> || is_tensor_v<X>;
-
-template <class N>
-using node_tensor_t = std::remove_cvref_t<decltype(std::declval<N&>().value)>;
 
 }  // namespace detail
 
@@ -296,11 +290,8 @@ class dense {
 
   template <class... E>
   static T glorot_limit(const extents<E...>& sizes) {
-    auto product = [&]<class... Dims>(shape<Dims...>*) {
-      return (1.0 * ... * static_cast<double>(sizes.template get<Dims>()));
-    };
-    const double fan_in = product(static_cast<In*>(nullptr));
-    const double fan_out = product(static_cast<Out*>(nullptr));
+    const auto fan_in = static_cast<double>(detail::element_count(sizes.template sizes_of<In>()));
+    const auto fan_out = static_cast<double>(detail::element_count(sizes.template sizes_of<Out>()));
     return static_cast<T>(std::sqrt(6.0 / (fan_in + fan_out)));
   }
 

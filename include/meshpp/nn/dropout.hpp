@@ -81,7 +81,7 @@ inline void check_dropout_rate(double rate) {
 // by 1 / (1 - rate), the mask keyed by (seed, step, global index); x traced (the result is
 // traced, its gradient masked alike) or a plain tensor (the result is a plain tensor)
 template <class X>
-requires is_traced_v<X> || is_tensor_v<X>
+requires detail::traced_or_tensor<X>
 auto dropout(const X& x, double rate, std::uint64_t seed, std::uint64_t step = 0) {
   detail::check_dropout_rate(rate);
   if constexpr (is_tensor_v<X>) {

@@ -2,8 +2,8 @@
 // by integer ids.
 //
 //   mp::embedding<float, vocab, mp::shape<d_model>, mesh_t> embed(mesh, sizes, /*seed*/ 3);
-//   auto x = embed(ids);         // ids[batch, seq] (plain integers) -> traced [batch, seq,
-//   d_model] mp::add_variables(optimizer, embed);
+//   auto x = embed(ids);         // ids[batch, seq] (integers) -> traced [batch, seq, d_model]
+//   mp::add_variables(optimizer, embed);
 //
 // The table starts normal(0, 1 / sqrt(d)), d the product of Model's sizes (so a looked-up
 // vector has about unit norm), generated from the global index: the same bit for bit under
@@ -25,6 +25,7 @@
 
 #include "meshpp/autodiff/embedding.hpp"
 #include "meshpp/autodiff/traced.hpp"
+#include "meshpp/core/blocks.hpp"
 #include "meshpp/core/create.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
@@ -65,10 +66,8 @@ class embedding {
   // initial_stddev(sizes): 1 / sqrt(d), d the number of elements of one embedding vector
   template <class... E>
   static T initial_stddev(const extents<E...>& sizes) {
-    auto product = [&]<class... Dims>(shape<Dims...>*) {
-      return (1.0 * ... * static_cast<double>(sizes.template get<Dims>()));
-    };
-    return static_cast<T>(1.0 / std::sqrt(product(static_cast<Model*>(nullptr))));
+    const auto d = static_cast<double>(detail::element_count(sizes.template sizes_of<Model>()));
+    return static_cast<T>(1.0 / std::sqrt(d));
   }
 
   // table(): the variable (a handle: copies share the value and the gradient)

@@ -37,27 +37,17 @@
 
 namespace meshpp {
 
-namespace detail {
-// layer_norm_operand: a traced tensor (or variable) or a plain tensor
-template <class X>
-concept layer_norm_operand = is_traced_v<X> || is_tensor_v<X>;
-
-template <class N>
-using layer_norm_tensor_t = std::remove_cvref_t<decltype(std::declval<N&>().value)>;
-}  // namespace detail
-
 // layer_norm<Dim>(x, gamma, beta, epsilon = 1e-5): x normalised over Dim, scaled by gamma and
 // shifted by beta (gamma, beta of dims [Dim]); each a traced tensor, variable or plain tensor
 template <class Dim, class X, class G, class B>
-requires detail::layer_norm_operand<X> && detail::layer_norm_operand<G> &&
-    detail::layer_norm_operand<B>
+requires detail::traced_or_tensor<X> && detail::traced_or_tensor<G> && detail::traced_or_tensor<B>
 auto layer_norm(const X& x, const G& gamma, const B& beta, double epsilon = 1e-5) {
   auto hx = detail::node_of(x);
   auto hg = detail::node_of(gamma);
   auto hb = detail::node_of(beta);
-  using XT = detail::layer_norm_tensor_t<typename decltype(hx)::element_type>;
-  using GT = detail::layer_norm_tensor_t<typename decltype(hg)::element_type>;
-  using BT = detail::layer_norm_tensor_t<typename decltype(hb)::element_type>;
+  using XT = detail::node_tensor_t<typename decltype(hx)::element_type>;
+  using GT = detail::node_tensor_t<typename decltype(hg)::element_type>;
+  using BT = detail::node_tensor_t<typename decltype(hb)::element_type>;
   using T = typename XT::value_type;
   static_assert(contains_v<typename XT::shape_type, Dim>,
                 "meshpp::layer_norm<Dim>(x, gamma, beta): x has no dim Dim");

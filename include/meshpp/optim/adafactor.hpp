@@ -211,7 +211,7 @@ class adafactor_slot final : public slot<Tensor> {
     const T beta1 = static_cast<T>(o.beta1);
     T* __restrict m = m_->local().data();
     updates([&](std::size_t i, T u) {
-      m[i] = beta1 * m[i] + (1 - beta1) * u;
+      m[i] = flush_subnormal(beta1 * m[i] + (1 - beta1) * u);
       pp[i] -= m[i];
     });
   }

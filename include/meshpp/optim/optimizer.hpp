@@ -38,8 +38,8 @@
 
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/core/error.hpp"
+#include "meshpp/core/extents.hpp"
 #include "meshpp/core/tensor.hpp"
-#include "meshpp/core/text.hpp"
 
 namespace meshpp {
 
@@ -103,8 +103,7 @@ class slot : public slot_base {
     }
     if (g.global_shape() != v.global_shape()) {
       throw error("meshpp::optimizer::step(): the gradient of variable '" + name() +
-                  "' has sizes " + shape_text(g.global_shape()) + ", the variable " +
-                  shape_text(v.global_shape()));
+                  "' has sizes " + to_string(g.sizes()) + ", the variable " + to_string(v.sizes()));
     }
   }
 
@@ -117,13 +116,6 @@ class slot : public slot_base {
   }
 
  private:
-  template <std::size_t N>
-  static std::string shape_text(const std::array<std::size_t, N>& s) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < N; ++i) append(out, i ? ", " : "", s[i]);
-    return out + "]";
-  }
-
   variable<Tensor> variable_;
 };
 
