@@ -23,3 +23,16 @@ TEST_CASE("component-wise gradients match central differences, split layout") {
 TEST_CASE("component-wise gradients match central differences, replicated layout") {
   check_all(replicated_mesh(meshpp_test::grid2(world().size())));
 }
+
+TEST_CASE("gradients(loss, x, x): one tensor asked for twice fails on every rank") {
+  const split_mesh m(meshpp_test::grid2(world().size()));
+  const auto x = mp::trace(mp::random_normal<double, batch, hidden>(m, sizes, 1));
+  const auto w = mp::trace(mp::random_normal<double, hidden>(m, sizes, 2));
+  const auto loss = mp::reduce_sum(x * w);
+  CHECK_THROWS_WITH_AS(mp::gradients(loss, w, x, w),
+                       "meshpp::gradients(loss, xs...): xs 1 and 3 are the same tensor; ask for "
+                       "it once",
+                       mp::error);
+  const auto [dx, dw] = mp::gradients(loss, x, w);  // asked once each: fine
+  CHECK(meshpp_test::max_abs_difference(dx, mp::eval(x.value() * 0.0 + w.value())) == 0.0);
+}

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cmath>
+#include <memory>
 #include <numbers>
 #include <type_traits>
 
@@ -110,24 +111,24 @@ struct gelu_derivative {
 
 }  // namespace detail
 
-#define MESHPP_TRACED_BINARY(NAME, FORWARD, GRAD_A, GRAD_B)                \
-  template <class A, class B>                                              \
-  requires detail::traced_pair<A, B>                                       \
-  auto NAME(const A& a, const B& b) {                                      \
-    return detail::traced_binary(                                          \
-        a, b, [](const auto& x, const auto& y) { return FORWARD; },        \
-        [](const auto& g, const auto& x, const auto& y, const auto& out) { \
-          (void)x, (void)y, (void)out;                                     \
-          return GRAD_A;                                                   \
-        },                                                                 \
-        [](const auto& g, const auto& x, const auto& y, const auto& out) { \
-          (void)x, (void)y, (void)out;                                     \
-          return GRAD_B;                                                   \
-        });                                                                \
+#define MESHPP_TRACED_BINARY(NAME, FORWARD, GRAD_A, GRAD_B)                                  \
+  template <class A, class B>                                                                \
+  requires detail::traced_pair<A, B>                                                         \
+  auto NAME(const A& a, const B& b) {                                                        \
+    return detail::traced_binary(                                                            \
+        a, b, [](const auto& x, const auto& y) { return FORWARD; },                          \
+        [](const auto& g, const auto& x, const auto& y, const auto& out) -> decltype(auto) { \
+          (void)x, (void)y, (void)out;                                                       \
+          return (GRAD_A); /* g itself by reference: no copy */                              \
+        },                                                                                   \
+        [](const auto& g, const auto& x, const auto& y, const auto& out) -> decltype(auto) { \
+          (void)x, (void)y, (void)out;                                                       \
+          return (GRAD_B);                                                                   \
+        });                                                                                  \
   }
 // a + b, a - b, a * b, a / b
-MESHPP_TRACED_BINARY(operator+, x + y, g * 1, g * 1)
-MESHPP_TRACED_BINARY(operator-, x - y, g * 1, -g)
+MESHPP_TRACED_BINARY(operator+, x + y, g, g)
+MESHPP_TRACED_BINARY(operator-, x - y, g, -g)
 MESHPP_TRACED_BINARY(operator*, x* y, g* y, g* x)
 MESHPP_TRACED_BINARY(operator/, x / y, g / y, -g* out / y)
 // pow(a, b): d/da = b a^(b-1) = b y / a would divide by zero at a = 0, so a^(b-1) is computed
@@ -172,11 +173,13 @@ auto cast(const traced<A>& a) {
 template <class C, class A, class B>
 requires is_expression_v<C> && detail::traced_pair<A, B>
 auto where(const C& c, const A& a, const B& b) {
-  auto cond = eval(detail::as_expression(c));
+  // one copy of the condition, shared by the forward and both backward steps
+  const auto cond = std::make_shared<const decltype(eval(detail::as_expression(c)))>(
+      eval(detail::as_expression(c)));
   return detail::traced_binary(
-      a, b, [cond](const auto& x, const auto& y) { return where(cond, x, y); },
-      [cond](const auto& g, const auto&, const auto&, const auto&) { return where(cond, g, 0); },
-      [cond](const auto& g, const auto&, const auto&, const auto&) { return where(cond, 0, g); });
+      a, b, [cond](const auto& x, const auto& y) { return where(*cond, x, y); },
+      [cond](const auto& g, const auto&, const auto&, const auto&) { return where(*cond, g, 0); },
+      [cond](const auto& g, const auto&, const auto&, const auto&) { return where(*cond, 0, g); });
 }
 
 // a < b, a <= b, a > b, a >= b, equal(a, b), not_equal(a, b) with a traced operand: plain bool

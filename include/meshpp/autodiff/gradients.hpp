@@ -13,6 +13,8 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <unordered_set>
@@ -21,6 +23,7 @@
 
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/core/create.hpp"
+#include "meshpp/core/error.hpp"
 
 namespace meshpp {
 
@@ -59,12 +62,14 @@ inline std::vector<node_base*> topological_order(node_base* root) {
   return order;
 }
 
-// run_backward(root, seed): the pass itself. Targets must be marked (is_target) beforehand;
-// afterwards every node's gradient is cleared except the targets'.
+// run_backward(root, seed, variables_are_targets): the pass itself. Targets are the nodes
+// marked is_target beforehand, and every variable when variables_are_targets; afterwards every
+// node's gradient is cleared except the targets'.
 template <class L>
-void run_backward(node<L>& root, L seed) {
+void run_backward(node<L>& root, L seed, bool variables_are_targets = false) {
   auto order = topological_order(&root);
   for (node_base* n : order) {
+    if (variables_are_targets) n->is_target = n->is_variable;
     n->wanted = n->is_target || std::any_of(n->inputs.begin(), n->inputs.end(),
                                             [](const auto& in) { return in->wanted; });
   }
@@ -88,6 +93,17 @@ using tensor_type_of = typename std::remove_cvref_t<X>::tensor_type;
 // gradients that variables have accumulated as they were
 template <class L, class... X>
 std::tuple<tensor_type_of<X>...> grads_for(node<L>& root, L seed, const X&... xs) {
+  // Each x gets its own result slot, so one tensor asked for twice is a mistake: the same on
+  // every rank, so every rank throws before the pass communicates.
+  const std::array<const node_base*, sizeof...(X)> nodes{xs.node().get()...};
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (nodes[i] == nodes[j]) {
+        throw error("meshpp::gradients(loss, xs...): xs " + std::to_string(j + 1) + " and " +
+                    std::to_string(i + 1) + " are the same tensor; ask for it once");
+      }
+    }
+  }
   // a variable's accumulated gradient is set aside for the pass, then put back
   std::tuple<std::optional<tensor_type_of<X>>...> saved{std::move(xs.node()->grad)...};
   (xs.node()->grad.reset(), ...);
@@ -115,10 +131,10 @@ auto gradients(const traced<L>& loss, const X&... xs) {
   static_assert(offending::loss_is_not_a_scalar<typename L::shape_type>,
                 "meshpp::gradients(loss, xs...): loss must be a scalar (a traced tensor of no "
                 "dims); reduce it first, or use vjp(y, dy, xs...)");
-  static_assert(detail::every_x_traced_v<X...> ||
-                    (offending::gradient_asked_of_a_plain_value<X> && ...),
-                "meshpp::gradients(loss, xs...): each x must be a traced tensor or a variable "
-                "(trace() a plain tensor to ask for its gradient)");
+  static_assert(
+      detail::every_x_traced_v<X...> || (offending::gradient_asked_of_a_plain_value<X> && ...),
+      "meshpp::gradients(loss, xs...): each x must be a traced tensor or a variable "
+      "(trace() a plain tensor to ask for its gradient)");
   if constexpr (L::shape_type::rank == 0 && detail::every_x_traced_v<X...>) {
     return detail::grads_for(*loss.node(), ones<L>(loss.mesh(), loss.sizes()), xs...);
   }
@@ -131,10 +147,10 @@ requires is_tensor_v<DY>
 auto vjp(const traced<Y>& y, const DY& dy, const X&... xs) {
   static_assert(same_dims_v<typename DY::shape_type, typename Y::shape_type>,
                 "meshpp::vjp(y, dy, xs...): dy must have the dims of y");
-  static_assert(detail::every_x_traced_v<X...> ||
-                    (offending::gradient_asked_of_a_plain_value<X> && ...),
-                "meshpp::vjp(y, dy, xs...): each x must be a traced tensor or a variable "
-                "(trace() a plain tensor to ask for its gradient)");
+  static_assert(
+      detail::every_x_traced_v<X...> || (offending::gradient_asked_of_a_plain_value<X> && ...),
+      "meshpp::vjp(y, dy, xs...): each x must be a traced tensor or a variable "
+      "(trace() a plain tensor to ask for its gradient)");
   if constexpr (same_dims_v<typename DY::shape_type, typename Y::shape_type> &&
                 detail::every_x_traced_v<X...>) {
     return detail::grads_for(*y.node(), detail::conform<Y>(dy), xs...);
@@ -148,10 +164,7 @@ void backward(const traced<L>& loss) {
                 "meshpp::backward(loss): loss must be a scalar (a traced tensor of no dims); "
                 "reduce it first");
   if constexpr (L::shape_type::rank == 0) {
-    for (detail::node_base* n : detail::topological_order(loss.node().get())) {
-      n->is_target = n->is_variable;
-    }
-    detail::run_backward(*loss.node(), ones<L>(loss.mesh(), loss.sizes()));
+    detail::run_backward(*loss.node(), ones<L>(loss.mesh(), loss.sizes()), true);
   }
 }
 

@@ -58,22 +58,22 @@ auto reduce_mean(const traced<A>& a) {
 }
 
 // reduce_max / reduce_min of a traced tensor (the same three spellings)
-#define MESHPP_TRACED_EXTREMUM(NAME)                                                            \
-  template <class... Ts, class A>                                                               \
-  auto NAME(const traced<A>& a) {                                                               \
-    auto ha = a.node();                                                                         \
-    auto y = NAME<Ts...>(ha->value);                                                            \
-    using Y = decltype(y);                                                                      \
-    using T = typename Y::value_type;                                                           \
-    return detail::record(                                                                      \
-        std::move(y),                                                                           \
-        [ha](const Y& out, const Y& g) {                                                        \
-          if (!ha->wanted) return;                                                              \
-          const auto ties = reduce_sum<typename Y::shape_type>(cast<T>(equal(ha->value, out))); \
-          ha->accumulate(                                                                       \
-              where(equal(ha->value, out), detail::broadcast_like(g / ties, ha->value), 0));    \
-        },                                                                                      \
-        ha);                                                                                    \
+#define MESHPP_TRACED_EXTREMUM(NAME)                                                          \
+  template <class... Ts, class A>                                                             \
+  auto NAME(const traced<A>& a) {                                                             \
+    auto ha = a.node();                                                                       \
+    auto y = NAME<Ts...>(ha->value);                                                          \
+    using Y = decltype(y);                                                                    \
+    using T = typename Y::value_type;                                                         \
+    return detail::record(                                                                    \
+        std::move(y),                                                                         \
+        [ha](const Y& out, const Y& g) {                                                      \
+          if (!ha->wanted) return;                                                            \
+          const auto at_extremum = equal(ha->value, out);                                     \
+          const auto ties = reduce_sum<typename Y::shape_type>(cast<T>(at_extremum));         \
+          ha->accumulate(where(at_extremum, detail::broadcast_like(g / ties, ha->value), 0)); \
+        },                                                                                    \
+        ha);                                                                                  \
   }
 MESHPP_TRACED_EXTREMUM(reduce_max)
 MESHPP_TRACED_EXTREMUM(reduce_min)

@@ -36,6 +36,7 @@
 #include "meshpp/core/tensor.hpp"
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/expression.hpp"
+#include "meshpp/expr/functions.hpp"
 #include "meshpp/ops/reduce.hpp"
 #include "meshpp/ops/relayout.hpp"
 
@@ -61,6 +62,18 @@ struct node_base {
   virtual void clear_grad() = 0;
 };
 
+// readable_as_v<Tensor, G>: G (a tensor or expression) has Tensor's dims and can be read
+// into Tensor's layout with no communication (every split of G is one of Tensor's)
+template <class Tensor, class G>
+inline constexpr bool readable_as_v =
+    same_dims_v<typename G::shape_type, typename Tensor::shape_type>&& assignable_layout<
+        typename Tensor::layout_type, typename G::layout_type, typename G::shape_type>::value;
+template <class Tensor, class G>
+inline constexpr bool adds_in_place_v = false;
+template <class Tensor, class G>
+requires requires { typename G::shape_type; }
+inline constexpr bool adds_in_place_v<Tensor, G> = readable_as_v<Tensor, G>;
+
 // conform<Tensor>(g): the gradient g (a tensor or expression over a superset of Tensor's dims)
 // as a Tensor: broadcast dims summed out, laid out as Tensor, transposed by name.
 template <class Tensor, class G>
@@ -69,6 +82,7 @@ Tensor conform(G&& g);
 /// A value of type Tensor in the graph, its gradient while a pass runs, and its backward step.
 template <class Tensor>
 struct node final : node_base {
+  using tensor_type = Tensor;
   Tensor value;
   std::optional<Tensor> grad;
   // backward(value, grad): sends grad to the inputs (each accumulates what it receives)
@@ -82,18 +96,21 @@ struct node final : node_base {
   }
   void clear_grad() override { grad.reset(); }
 
-  // accumulate(g): adds the gradient contribution g (conformed to Tensor) to grad
+  // accumulate(g): adds the gradient contribution g (conformed to Tensor) to grad; a later
+  // contribution that needs no reduction or communication is added in place, in one pass
   template <class G>
   void accumulate(G&& g) {
-    Tensor c = conform<Tensor>(std::forward<G>(g));
-    if (!grad) {
-      grad.emplace(std::move(c));
-      return;
+    if constexpr (adds_in_place_v<Tensor, std::remove_cvref_t<G>>) {
+      if (grad) {
+        *grad = *grad + g;
+        return;
+      }
     }
-    auto* out = grad->local().data();
-    const auto* in = c.local().data();
-    const std::size_t n = c.local().size();
-    for (std::size_t i = 0; i < n; ++i) out[i] += in[i];
+    Tensor c = conform<Tensor>(std::forward<G>(g));
+    if (grad)
+      *grad = *grad + c;
+    else
+      grad.emplace(std::move(c));
   }
 };
 
@@ -180,6 +197,14 @@ namespace detail {
 template <class X>
 inline constexpr bool is_traced_operand_v = is_traced_v<std::remove_cvref_t<X>>;
 
+// traced_or_tensor<X>: a traced tensor (or variable) or a plain tensor
+template <class X>
+concept traced_or_tensor = is_traced_v<X> || is_tensor_v<X>;
+
+// node_tensor_t<N>: the tensor type a node N holds
+template <class N>
+using node_tensor_t = typename N::tensor_type;
+
 // A plain operand (tensor, expression) of a traced operation: a constant node.
 template <class X>
 auto node_of(const X& x) {
@@ -200,7 +225,8 @@ traced<Tensor> record(Tensor value, B&& backward, const std::shared_ptr<In>&... 
   auto n = std::make_shared<node<Tensor>>(std::move(value));
   n->requires_grad = (false || ... || (inputs && inputs->requires_grad));
   if (n->requires_grad) {
-    (void(inputs ? (n->inputs.push_back(inputs), 0) : 0), ...);
+    // only inputs gradients can flow into: constants are captured by the backward step alone
+    (void(inputs && inputs->requires_grad ? (n->inputs.push_back(inputs), 0) : 0), ...);
     n->backward = std::forward<B>(backward);
   }
   return traced<Tensor>(std::move(n));
@@ -211,16 +237,6 @@ template <class N, class G>
 void send(const std::shared_ptr<N>& input, G&& g) {
   if (input && input->wanted) input->accumulate(std::forward<G>(g));
 }
-
-// layout_within_v<L, Target, S>: every split of L (over S's dims) is one of Target's, so a
-// value laid out by L can be read into Target's layout with no communication
-template <class L, class Target, class S>
-inline constexpr bool layout_within_v = false;
-template <class... Splits, class Target, class S>
-inline constexpr bool layout_within_v<layout<Splits...>, Target, S> =
-    (std::is_same_v<mesh_dim_of_t<Target, typename Splits::tensor_dim>,
-                    typename Splits::mesh_dim> &&
-     ...);
 
 struct keep_first {
   template <class A, class B>
@@ -248,8 +264,7 @@ Tensor conform(G&& g) {
   } else if constexpr (!same_dims_v<GS, S>) {
     // the operand was broadcast over the dims it lacks: their gradients add up
     return conform<Tensor>(reduce_sum<S>(g));
-  } else if constexpr (layout_within_v<typename GT::layout_type, typename Tensor::layout_type,
-                                       GS>) {
+  } else if constexpr (readable_as_v<Tensor, GT>) {
     return Tensor(g);  // one pass: transpose by name and/or free slice
   } else if constexpr (!is_tensor_v<GT>) {
     return conform<Tensor>(eval(g));

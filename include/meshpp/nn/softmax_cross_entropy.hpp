@@ -5,15 +5,16 @@
 //   // logits: traced [batch, classes]; labels: integer tensor [batch] -> loss per example [batch]
 //
 // Forward, per example: loss = log(sum_c exp(z_c - m)) + m - z_label, with m = max_c z_c (so
-// no exp overflows):
+// no exp overflows), and z_label looked up as gather<Classes>(z, labels) does:
 //   [batch/rows, classes/cols] |-> [batch/rows]   max, sum and label pick: each a local pass,
 //                                                 then an allreduce over cols (none when the
 //                                                 class dim is whole)
-// Backward: d loss / d z = g (softmax(z) - one_hot(label)), one local pass over the stored
-// softmax: no communication.
+// Backward: d loss / d z = g (softmax(z) - one_hot(label)): one local pass from z and the
+// kept log-sum-exp per example, then g subtracted at each label in place (no one-hot tensor):
+// no communication.
 //
 // Labels must lie in [0, number of classes): anything else throws meshpp::error on every rank
-// before any communication (as one_hot does).
+// before any communication (as gather does).
 #pragma once
 
 #include <memory>
@@ -55,24 +56,25 @@ auto softmax_cross_entropy(const traced<L>& logits, const Labels& labels) {
     using T = typename L::value_type;
     auto hz = logits.node();
     const L& z = hz->value;
-    // checks the labels on every rank before any collective below
-    auto target = one_hot<Classes, T>(labels, z.sizes());
+    // The label's logit: a lookup along Classes (ops/embedding.hpp), which checks the labels on
+    // every rank before any collective, and materializes no one-hot tensor.
+    const auto picked = gather<Classes>(z, labels);
     const auto m = reduce_max<Classes>(z);
-    // the softmax, kept for the backward pass: exp(z - m) / sum
-    auto softmax = eval(exp(z - m));
-    const auto sum = reduce_sum<Classes>(softmax);
-    const auto picked = reduce_sum<Classes>(target * z);
-    auto loss = eval(log(sum) + m - picked);
-    softmax = softmax / sum;
+    const auto sum = reduce_sum<Classes>(exp(z - m));
+    auto lse = eval(log(sum) + m);  // log sum exp, per example: all the backward step keeps
+    auto loss = eval(lse - picked);
     using Y = decltype(loss);
-    struct saved_t {
-      decltype(softmax) p;
-      decltype(target) t;
-    };
-    auto saved = std::make_shared<saved_t>(saved_t{std::move(softmax), std::move(target)});
     return detail::record(
         std::move(loss),
-        [hz, saved](const Y&, const Y& g) { detail::send(hz, g * (saved->p - saved->t)); }, hz);
+        [hz, lse = std::move(lse), labels](const Y&, const Y& g) {
+          if (!hz->wanted) return;
+          // g softmax(z), then g subtracted at each label: the lookup's local pass, the other way
+          auto dz = eval(g * exp(hz->value - lse));
+          detail::for_each_lookup_row<Classes>(
+              labels, dz, g, [](T& to, const T& from) { to -= from; }, [](auto) {});
+          hz->accumulate(std::move(dz));
+        },
+        hz);
   }
 }
 
