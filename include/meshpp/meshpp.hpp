@@ -31,8 +31,10 @@
 #include "meshpp/ops/scatter_gather.hpp"
 #include "meshpp/ops/shift.hpp"
 #include "meshpp/ops/slice.hpp"
+#include "meshpp/ops/softmax.hpp"
 
 #include "meshpp/io/idx.hpp"
+#include "meshpp/io/text.hpp"
 
 #include "meshpp/autodiff/einsum.hpp"
 #include "meshpp/autodiff/elementwise.hpp"
@@ -40,6 +42,7 @@
 #include "meshpp/autodiff/gradients.hpp"
 #include "meshpp/autodiff/movement.hpp"
 #include "meshpp/autodiff/reduce.hpp"
+#include "meshpp/autodiff/softmax.hpp"
 #include "meshpp/autodiff/traced.hpp"
 
 #include "meshpp/nn/dense.hpp"
@@ -47,6 +50,8 @@
 #include "meshpp/nn/embedding.hpp"
 #include "meshpp/nn/layer_norm.hpp"
 #include "meshpp/nn/softmax_cross_entropy.hpp"
+#include "meshpp/nn/attention.hpp"
+#include "meshpp/nn/transformer.hpp"
 #include "meshpp/nn/variables.hpp"
 
 #include "meshpp/optim/adafactor.hpp"

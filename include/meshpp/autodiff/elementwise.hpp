@@ -169,13 +169,14 @@ auto cast(const traced<A>& a) {
       [](const auto& g, const auto&, const auto&) { return cast<typename A::value_type>(g); });
 }
 
-// where(c, a, b): a where the plain condition c holds, b elsewhere
+// where(c, a, b): a where the plain condition c (a bool tensor or expression) holds, b
+// elsewhere; a and b any mix of traced tensors, plain tensors, expressions and scalars (at least
+// one traced). The result's dims follow the branches, as for plain where (expr/functions.hpp).
 template <class C, class A, class B>
 requires is_expression_v<C> && detail::traced_pair<A, B>
 auto where(const C& c, const A& a, const B& b) {
   // one copy of the condition, shared by the forward and both backward steps
-  const auto cond = std::make_shared<const decltype(eval(detail::as_expression(c)))>(
-      eval(detail::as_expression(c)));
+  const auto cond = std::make_shared<const decltype(eval(c))>(eval(c));
   return detail::traced_binary(
       a, b, [cond](const auto& x, const auto& y) { return where(*cond, x, y); },
       [cond](const auto& g, const auto&, const auto&, const auto&) { return where(*cond, g, 0); },

@@ -142,6 +142,8 @@ class traced {
   }
   // requires_grad(): gradients can flow back through this value
   bool requires_grad() const { return node_->requires_grad; }
+  // item(): the value of a tensor of no dims (the same on every rank)
+  value_type item() const requires(shape_type::rank == 0) { return node_->value.item(); }
 
   const std::shared_ptr<detail::node<Tensor>>& node() const { return node_; }
 
@@ -193,6 +195,43 @@ template <class Tensor>
 inline constexpr bool is_traced_v<variable<Tensor>> = true;
 
 namespace detail {
+// the number of no_grad scopes open on this thread
+inline int& no_grad_depth() {
+  thread_local int depth = 0;
+  return depth;
+}
+}  // namespace detail
+
+// grad_enabled(): operations on traced tensors are recorded for gradients (no no_grad scope is
+// open on this thread)
+inline bool grad_enabled() { return detail::no_grad_depth() == 0; }
+
+/// @brief A scope in which nothing is recorded for gradients: operations on traced tensors and
+/// variables compute their values exactly as outside (same plan, same communication) but keep
+/// no backward step and no reference to their inputs, so evaluation and generation cost no
+/// memory for a graph. Scopes nest; each is local to its thread.
+///
+///   { mp::no_grad scope; auto logits = model(x); ... }   // logits: traced, requires_grad() false
+class no_grad {
+ public:
+  no_grad() { ++detail::no_grad_depth(); }
+  ~no_grad() { --detail::no_grad_depth(); }
+  no_grad(const no_grad&) = delete;
+  no_grad& operator=(const no_grad&) = delete;
+};
+
+// stop_gradient(x): x's value as a constant of the graph: a traced tensor or variable gives its
+// plain value (no copy; gradients do not flow back through it), a plain tensor itself
+template <class X>
+requires is_traced_v<X> || is_tensor_v<X>
+const auto& stop_gradient(const X& x) {
+  if constexpr (is_traced_v<X>)
+    return x.value();
+  else
+    return x;
+}
+
+namespace detail {
 
 template <class X>
 inline constexpr bool is_traced_operand_v = is_traced_v<std::remove_cvref_t<X>>;
@@ -219,11 +258,11 @@ auto node_of(const X& x) {
 }
 
 // record(value, backward, inputs...): the traced result of an operation on `inputs`; the
-// backward step is kept only when some input requires gradients
+// backward step is kept only when some input requires gradients and no no_grad scope is open
 template <class Tensor, class B, class... In>
 traced<Tensor> record(Tensor value, B&& backward, const std::shared_ptr<In>&... inputs) {
   auto n = std::make_shared<node<Tensor>>(std::move(value));
-  n->requires_grad = (false || ... || (inputs && inputs->requires_grad));
+  n->requires_grad = grad_enabled() && (false || ... || (inputs && inputs->requires_grad));
   if (n->requires_grad) {
     // only inputs gradients can flow into: constants are captured by the backward step alone
     (void(inputs && inputs->requires_grad ? (n->inputs.push_back(inputs), 0) : 0), ...);

@@ -1,4 +1,4 @@
-// meshpp/core/create.hpp — making tensors: zeros, ones, full, generate, random_*.
+// meshpp/core/create.hpp — making tensors: zeros, ones, full, generate, iota, random_*.
 //
 // Every value is a function of the element's *global* index, never of the rank or the
 // slice, so a program makes the same tensor (bit for bit) under every layout and rank count.
@@ -108,6 +108,22 @@ requires is_tensor_v<Tensor> Tensor generate(const typename Tensor::mesh_type& m
 template <class T, class... Dims, class Mesh, class F, class... E>
 requires(!is_tensor_v<T>) auto generate(const Mesh& m, const extents<E...>& sizes, F&& f) {
   return generate<tensor_of<T, shape<Dims...>, Mesh>>(m, sizes, std::forward<F>(f));
+}
+
+// iota<Tensor>(mesh, sizes): a tensor of one dim D holding each element's global index along
+// D (0, 1, ..., size - 1), correct on every shard: a rank holding the stripe [8, 16) of D
+// holds 8 ... 15. Compared with another iota it makes masks by name:
+//   iota<memory_length>(mesh, sizes) <= iota<length>(mesh, sizes)   // causal, [memory_length, length]
+template <class Tensor, class... E>
+requires is_tensor_v<Tensor> Tensor iota(const typename Tensor::mesh_type& m,
+                                         const extents<E...>& sizes) {
+  static_assert(Tensor::rank == 1, "meshpp::iota<Tensor>(mesh, sizes): Tensor must have one dim");
+  return generate<Tensor>(m, sizes, [](const auto& global) { return global[0]; });
+}
+// iota<D, T = std::int32_t>(mesh, sizes): laid out by the mesh's rules
+template <class D, class T = std::int32_t, class Mesh, class... E>
+requires(!is_tensor_v<D>) auto iota(const Mesh& m, const extents<E...>& sizes) {
+  return iota<tensor_of<T, shape<D>, Mesh>>(m, sizes);
 }
 
 // random_uniform<Tensor>(mesh, sizes, seed, low = 0, high = 1): uniform in [low, high),

@@ -181,6 +181,10 @@ class tensor {
     return offsets_[index_of_v<Shape, D>];
   }
 
+  // item(): the value of a tensor of no dims. Such a tensor is whole on every rank (it has no
+  // dim to split), so every rank returns the same value, without communication.
+  T item() const requires(rank == 0) { return *local_.data(); }
+
   // local(): this rank's slice
   local_type& local() { return local_; }
   const local_type& local() const { return local_; }

@@ -88,9 +88,10 @@ struct not_equal_to {
     return a != b;
   }
 };
+// where: the condition comes last, so that the result's dims follow the branches (see where())
 struct where {
-  template <class C, class A, class B>
-  std::common_type_t<A, B> operator()(C c, A a, B b) const {
+  template <class A, class B, class C>
+  std::common_type_t<A, B> operator()(A a, B b, C c) const {
     return c ? a : b;
   }
 };
@@ -250,17 +251,19 @@ requires(!is_expression_v<A> && !is_expression_v<B>) struct where_scalar<A, B> {
 };
 }  // namespace detail
 
-// where(cond, a, b): a where cond holds, b elsewhere
+// where(cond, a, b): a where cond holds, b elsewhere.
+// The result's dims are a's, then those of b that a lacks, then those of cond that neither
+// branch has: the branches decide the order, so where(mask, x, 0) keeps x's dim order whatever
+// order the mask lists its dims in (a condition never transposes the result).
 template <class C, class A, class B>
 requires is_expression_v<C> && operand<A> && operand<B>
 auto where(C&& c, A&& a, B&& b) {
   using scalar = typename detail::where_scalar<A, B>::type;
-  return function_expr<fn::where, decltype(detail::as_operand<bool>(std::forward<C>(c))),
-                       decltype(detail::as_operand<scalar>(std::forward<A>(a))),
-                       decltype(detail::as_operand<scalar>(std::forward<B>(b)))>(
-      fn::where{}, detail::as_operand<bool>(std::forward<C>(c)),
-      detail::as_operand<scalar>(std::forward<A>(a)),
-      detail::as_operand<scalar>(std::forward<B>(b)));
+  return function_expr<fn::where, decltype(detail::as_operand<scalar>(std::forward<A>(a))),
+                       decltype(detail::as_operand<scalar>(std::forward<B>(b))),
+                       decltype(detail::as_operand<bool>(std::forward<C>(c)))>(
+      fn::where{}, detail::as_operand<scalar>(std::forward<A>(a)),
+      detail::as_operand<scalar>(std::forward<B>(b)), detail::as_operand<bool>(std::forward<C>(c)));
 }
 
 // Unary functions: abs(a), exp(a), ...

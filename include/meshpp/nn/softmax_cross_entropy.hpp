@@ -3,6 +3,7 @@
 //
 //   auto loss = mp::reduce_mean(mp::softmax_cross_entropy<classes>(logits, labels));
 //   // logits: traced [batch, classes]; labels: integer tensor [batch] -> loss per example [batch]
+//   // plain logits (evaluation) give a plain tensor, and record nothing
 //
 // Forward, per example: loss = log(sum_c exp(z_c - m)) + m - z_label, with m = max_c z_c (so
 // no exp overflows), and z_label looked up as gather<Classes>(z, labels) does:
@@ -25,6 +26,7 @@
 #include "meshpp/expr/functions.hpp"
 #include "meshpp/ops/embedding.hpp"
 #include "meshpp/ops/reduce.hpp"
+#include "meshpp/ops/softmax.hpp"
 
 namespace meshpp {
 
@@ -35,6 +37,33 @@ template <class LabelsShape, class ExpectedShape>
 inline constexpr bool labels_must_have_the_logits_dims_but_the_class_dim = false;
 }  // namespace offending
 
+// The checks of softmax_cross_entropy<Classes>(logits, labels), logits of shape S; `ok` says
+// whether they passed (the body compiles only then, so a failure gives one message)
+#define MESHPP_SOFTMAX_XENT_CHECKS(S)                                                          \
+  using per_example = shape_difference_t<S, shape<Classes>>;                                  \
+  static_assert(offending::logits_lack_the_class_dim<Classes, S> || contains_v<S, Classes>,   \
+                "meshpp::softmax_cross_entropy<Classes>(logits, labels): logits have no dim " \
+                "Classes");                                                                   \
+  static_assert(offending::labels_must_have_the_logits_dims_but_the_class_dim<                \
+                    typename Labels::shape_type, per_example> ||                              \
+                    same_dims_v<typename Labels::shape_type, per_example>,                    \
+                "meshpp::softmax_cross_entropy<Classes>(logits, labels): labels must have "   \
+                "the dims of logits except Classes");                                         \
+  constexpr bool ok =                                                                         \
+      contains_v<S, Classes> && same_dims_v<typename Labels::shape_type, per_example>
+
+// softmax_cross_entropy<Classes>(logits, labels) of plain logits (a tensor or expression): the
+// loss per example, a plain tensor of the labels' dims (for evaluation: nothing is recorded)
+template <class Classes, class L, class Labels>
+requires is_expression_v<L> && is_tensor_v<Labels>
+auto softmax_cross_entropy(const L& logits, const Labels& labels) {
+  MESHPP_SOFTMAX_XENT_CHECKS(typename L::shape_type);
+  if constexpr (ok) {
+    const auto& z = detail::materialized(logits);
+    return eval(logsumexp<Classes>(z) - gather<Classes>(z, labels));
+  }
+}
+
 // softmax_cross_entropy<Classes>(logits, labels): the cross-entropy of softmax over Classes of
 // the traced logits against integer labels (logits' dims but Classes); a traced tensor of the
 // labels' dims
@@ -42,26 +71,15 @@ template <class Classes, class L, class Labels>
 requires is_tensor_v<Labels>
 auto softmax_cross_entropy(const traced<L>& logits, const Labels& labels) {
   using S = typename L::shape_type;
-  using per_example = shape_difference_t<S, shape<Classes>>;
-  static_assert(offending::logits_lack_the_class_dim<Classes, S> || contains_v<S, Classes>,
-                "meshpp::softmax_cross_entropy<Classes>(logits, labels): logits have no dim "
-                "Classes");
-  static_assert(
-      offending::labels_must_have_the_logits_dims_but_the_class_dim<typename Labels::shape_type,
-                                                                    per_example> ||
-          same_dims_v<typename Labels::shape_type, per_example>,
-      "meshpp::softmax_cross_entropy<Classes>(logits, labels): labels must have the "
-      "dims of logits except Classes");
-  if constexpr (contains_v<S, Classes> && same_dims_v<typename Labels::shape_type, per_example>) {
+  MESHPP_SOFTMAX_XENT_CHECKS(S);
+  if constexpr (ok) {
     using T = typename L::value_type;
     auto hz = logits.node();
     const L& z = hz->value;
     // The label's logit: a lookup along Classes (ops/embedding.hpp), which checks the labels on
     // every rank before any collective, and materializes no one-hot tensor.
-    const auto picked = gather<Classes>(z, labels);
-    const auto m = reduce_max<Classes>(z);
-    const auto sum = reduce_sum<Classes>(exp(z - m));
-    auto lse = eval(log(sum) + m);  // log sum exp, per example: all the backward step keeps
+    const auto picked = gather<Classes>(z, labels);  // checks the labels first
+    auto lse = logsumexp<Classes>(z);  // per example: all the backward step keeps
     auto loss = eval(lse - picked);
     using Y = decltype(loss);
     return detail::record(
@@ -77,5 +95,7 @@ auto softmax_cross_entropy(const traced<L>& logits, const Labels& labels) {
         hz);
   }
 }
+
+#undef MESHPP_SOFTMAX_XENT_CHECKS
 
 }  // namespace meshpp

@@ -1,0 +1,138 @@
+// transformer: one training step (forward, backward, Adam) of examples/transformer's language
+// model under one of the paper's three layouts, against cblas_sgemm doing the same number of
+// floating-point operations on every rank, in the same run: the ratio of the two is the
+// fraction of the machine's BLAS rate the whole step reaches ("model FLOPs utilisation").
+//
+//   model FLOPs per step = 3 x forward (the backward pass does two of each forward product):
+//   forward = 2 tokens (parameters in products) + 4 tokens length d_model per block (the
+//   attention's scores and weighted sum: the causal mask is not used to skip work)
+//   tokens = batch x seq; parameters in products: 4 d_model^2 + 2 d_model d_ff per block,
+//   + d_model vocab (the unembedding)
+//
+// The baseline is cblas_sgemm on 1024 x 1024 matrices (plus one narrower product for the
+// remainder), the model FLOPs divided among the ranks, every rank at once.
+//   mpiexec -n 2 build/bench/transformer --layout data [--batch 32] [--seq 128] ...
+// Prints the usual bench line plus tokens/s, the model FLOPs and their fraction of the sgemm
+// rate (baseline_s / meshpp_s).
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench.hpp"
+#include "transformer.hpp"
+
+namespace tx = transformer_example;
+
+namespace {
+
+// forward_flops(o, vocab): the model's forward FLOPs per step (batch o.batch)
+double forward_flops(const tx::options& o, std::size_t vocab_size) {
+  const double tokens = static_cast<double>(o.batch * o.seq);
+  const double d = static_cast<double>(o.d_model), f = static_cast<double>(o.d_ff);
+  const double per_block = 4 * d * d + 2 * d * f;
+  const double products = static_cast<double>(o.layers) * per_block + d * vocab_size;
+  const double attention = 4.0 * tokens * static_cast<double>(o.seq) * d *
+                           static_cast<double>(o.layers);
+  return 2 * tokens * products + attention;
+}
+
+// sgemm_flops(flops): cblas_sgemm for about `flops` floating-point operations
+struct sgemm_flops {
+  static constexpr int n = 1024;
+  std::vector<float> a, b, c;
+  int full, rest_rows;
+  explicit sgemm_flops(double flops)
+      : a(std::size_t(n) * n, 0.5f), b(std::size_t(n) * n, 0.25f), c(std::size_t(n) * n) {
+    const double per = 2.0 * n * n * n;
+    full = static_cast<int>(flops / per);
+    rest_rows = static_cast<int>((flops - full * per) / (2.0 * n * n));
+  }
+  void run() {
+    for (int i = 0; i < full; ++i)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(),
+                  n, 0.0f, c.data(), n);
+    if (rest_rows > 0)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rest_rows, n, n, 1.0f, a.data(), n,
+                  b.data(), n, 0.0f, c.data(), n);
+  }
+};
+
+template <class Mesh>
+void bench_layout(const Mesh& mesh, const tx::options& o) {
+  const std::size_t vocab_size = 64;  // the King James text's 63 characters, padded
+  const auto sizes = tx::model_sizes(o, o.batch, vocab_size);
+  const tx::language_model<Mesh> model(mesh, sizes, o);
+  mp::adam opt(mp::adam_options{.learning_rate = 1e-3});
+  model.add_to(opt);
+  using ids_t = typename tx::language_model<Mesh>::ids_t;
+  std::uint64_t draw = 0;
+  auto step = [&] {
+    ++draw;
+    const auto ids = mp::generate<ids_t>(mesh, sizes, [&](const auto& i) {
+      return static_cast<std::int32_t>((i[0] * 31 + i[1] * 7 + draw) % 63);
+    });
+    const auto targets = mp::generate<ids_t>(mesh, sizes, [&](const auto& i) {
+      return static_cast<std::int32_t>((i[0] * 17 + i[1] * 5 + draw) % 63);
+    });
+    auto loss = model.loss(ids, targets);
+    mp::backward(loss);
+    opt.step();
+  };
+  const double model_flops = 3 * forward_flops(o, vocab_size);
+  sgemm_flops gemm(model_flops / mesh.world().size());
+  const auto t = bench::compare(mesh.world(), step, [&] { gemm.run(); });
+  const std::string name = o.layout + " layers " + std::to_string(o.layers) + " d_model " +
+                           std::to_string(o.d_model) + " batch " + std::to_string(o.batch) +
+                           " seq " + std::to_string(o.seq);
+  if (mesh.rank() == 0) {
+    std::printf(
+        "{\"bench\": \"transformer\", \"case\": \"%s\", \"ranks\": %d, \"meshpp_s\": %.6e, "
+        "\"baseline\": \"cblas_sgemm, same FLOPs\", \"baseline_s\": %.6e, \"time_ratio\": %.4f, "
+        "\"tokens_per_second\": %.1f, \"model_flops\": %.6e, \"fraction_of_sgemm\": %.4f}\n",
+        name.c_str(), mesh.world().size(), t.meshpp_s, t.baseline_s, t.meshpp_s / t.baseline_s,
+        static_cast<double>(o.batch * o.seq) / t.meshpp_s, model_flops,
+        t.baseline_s / t.meshpp_s);
+    std::fflush(stdout);
+  }
+}
+
+std::array<int, 2> squarest(int n) {
+  int r = 1;
+  for (int f = 1; f * f <= n; ++f)
+    if (n % f == 0) r = f;
+  return {r, n / r};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mp::environment env(argc, argv);
+  tx::options o;
+  std::vector<std::string> layouts;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--layout") layouts.push_back(v);
+    else if (a == "--batch") o.batch = std::stoul(v);
+    else if (a == "--seq") o.seq = std::stoul(v);
+    else if (a == "--layers") o.layers = std::stoul(v);
+    else if (a == "--d-model") o.d_model = std::stoul(v);
+    else if (a == "--heads") o.heads = std::stoul(v);
+    else if (a == "--d-ff") o.d_ff = std::stoul(v);
+  }
+  if (layouts.empty()) layouts = {"data", "model", "data+model"};
+  const boost::mpi::communicator world;
+  const int n = world.size();
+  for (const auto& layout : layouts) {
+    o.layout = layout;
+    if (layout == "data")
+      bench_layout(mesh_data({n}), o);
+    else if (layout == "model")
+      bench_layout(mesh_model({n}), o);
+    else
+      bench_layout(mesh_data_model(squarest(n)), o);
+  }
+}

@@ -1,0 +1,161 @@
+// transformer: the Mesh-TensorFlow paper's Transformer (section 9) as a decoder-only,
+// character-level language model, trained on the King James Bible under any of the paper's
+// three layouts.
+//
+//   x = tokens[ids] + positions                      embedding [vocab, d_model], [length, d_model]
+//   x = transformer_block(x), --layers times         attention + ReLU feed-forward, pre-norm
+//   logits = einsum(layer_norm(x), w_out[d_model, vocab])
+//   loss = mean softmax_cross_entropy<vocab>(logits, next characters)
+//
+// The model is written once; --layout picks the mesh and its rules (the mesh fitted to the
+// number of ranks n):
+//   data        mesh all:n          batch:all
+//   model       mesh all:n          vocab:all, d_ff:all, heads:all
+//   data+model  mesh rows x cols    batch:rows; vocab, d_ff, heads: cols
+//
+//   mpiexec -n 2 build/examples/transformer --layout data
+//   [--data FILE] [--layers 2] [--d-model 128] [--heads 4] [--d-ff 512] [--seq 128]
+//   [--batch 32] [--steps 1500] [--warmup 100] [--learning-rate 2e-3] [--optimizer adam|sgd]
+//   [--eval-windows 512] [--prompt TEXT] [--sample-length 200] [--temperature 0.8] [--seed 1]
+//   [--log-every 50] [--json]
+//
+// Data: any UTF-8 text (--data), by default the King James Bible that the build writes from
+// Debian's bible-kjv-text (build/data/kjv.txt); its last 5% is held out for validation. Every
+// rank reads the file; each builds only its own slice of each batch, from the global index,
+// so the windows drawn and the initial weights are the same under every layout and rank count.
+//
+// Output (rank 0): a progress line every --log-every steps (step, loss, bits per character,
+// tokens/s); at the end the validation bits per character and a sample of --sample-length
+// characters after --prompt. With --json, one JSON object per progress line {"step", "loss",
+// "tokens_per_second"} and a final one {"val_bpc", "seconds", "layout", "ranks", "mesh",
+// "steps", "batch", "seq", "tokens_per_second", "sample"}.
+//
+// The model and the training loop are in transformer.hpp and transformer_run.hpp; this file
+// reads the options and picks the layout.
+#include "transformer.hpp"
+
+#include <array>
+#include <string>
+
+namespace {
+
+using transformer_example::options;
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto text = [&]() -> std::string {
+      if (i + 1 >= argc) throw mp::error("transformer: " + a + " needs a value");
+      return argv[++i];
+    };
+    auto count = [&]() -> std::size_t {
+      const std::string v = text();
+      std::size_t used = 0;
+      unsigned long long x = 0;
+      try {
+        x = std::stoull(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != v.size() || v.empty() || v[0] == '-')
+        throw mp::error("transformer: " + a + " needs a non-negative integer, not '" + v + "'");
+      return static_cast<std::size_t>(x);
+    };
+    auto real = [&]() -> double {
+      const std::string v = text();
+      std::size_t used = 0;
+      double x = 0;
+      try {
+        x = std::stod(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != v.size() || v.empty() || !std::isfinite(x))
+        throw mp::error("transformer: " + a + " needs a number, not '" + v + "'");
+      return x;
+    };
+    if (a == "--data") o.data = text();
+    else if (a == "--layout") o.layout = text();
+    else if (a == "--optimizer") o.optimizer = text();
+    else if (a == "--layers") o.layers = count();
+    else if (a == "--d-model") o.d_model = count();
+    else if (a == "--heads") o.heads = count();
+    else if (a == "--d-ff") o.d_ff = count();
+    else if (a == "--seq") o.seq = count();
+    else if (a == "--batch") o.batch = count();
+    else if (a == "--steps") o.steps = count();
+    else if (a == "--warmup") o.warmup = count();
+    else if (a == "--learning-rate") o.learning_rate = real();
+    else if (a == "--eval-windows") o.eval_windows = count();
+    else if (a == "--prompt") o.prompt = text();
+    else if (a == "--sample-length") o.sample_length = count();
+    else if (a == "--temperature") o.temperature = real();
+    else if (a == "--seed") o.seed = count();
+    else if (a == "--log-every") o.log_every = count();
+    else if (a == "--json") o.json = true;
+    else if (a == "--help") {
+      std::printf(
+          "usage: transformer [--layout data|model|data+model] [--data FILE] [--layers N]\n"
+          "                   [--d-model N] [--heads N] [--d-ff N] [--seq N] [--batch N]\n"
+          "                   [--steps N] [--warmup N] [--learning-rate X] [--optimizer adam|sgd]\n"
+          "                   [--eval-windows N] [--prompt TEXT] [--sample-length N]\n"
+          "                   [--temperature X] [--seed S] [--log-every N] [--json]\n");
+      std::exit(0);
+    } else {
+      throw mp::error("transformer: unknown argument '" + a + "' (try --help)");
+    }
+  }
+  if (o.layout != "data" && o.layout != "model" && o.layout != "data+model")
+    throw mp::error("transformer: --layout must be data, model or data+model, not '" + o.layout +
+                    "'");
+  if (o.optimizer != "adam" && o.optimizer != "sgd")
+    throw mp::error("transformer: --optimizer must be adam or sgd, not '" + o.optimizer + "'");
+  if (o.layers == 0 || o.d_model == 0 || o.heads == 0 || o.d_ff == 0 || o.seq == 0 ||
+      o.batch == 0 || o.log_every == 0)
+    throw mp::error(
+        "transformer: --layers, --d-model, --heads, --d-ff, --seq, --batch and --log-every must "
+        "be positive");
+  if (o.d_model % o.heads != 0)
+    throw mp::error("transformer: --d-model (" + std::to_string(o.d_model) +
+                    ") must be a multiple of --heads (" + std::to_string(o.heads) + ")");
+  if (!(o.learning_rate > 0)) throw mp::error("transformer: --learning-rate must be positive");
+  if (!(o.temperature > 0)) throw mp::error("transformer: --temperature must be positive");
+  if (o.warmup >= o.steps && o.steps > 0) o.warmup = o.steps / 10;
+  return o;
+}
+
+// rows x cols = n, as square as possible
+std::array<int, 2> squarest(int n) {
+  int r = 1;
+  for (int f = 1; f * f <= n; ++f)
+    if (n % f == 0) r = f;
+  return {r, n / r};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mp::environment env(argc, argv);
+  try {
+    const options o = parse(argc, argv);  // the same arguments, so the same verdict, everywhere
+    const boost::mpi::communicator world;
+    const auto text = mp::load_text(world, o.data);
+    if (text.train_ids.size() <= o.seq + 1)
+      throw mp::error("transformer: the training text is shorter than one window (--seq + 1)");
+    const int n = world.size();
+    if (o.layout == "data") {
+      transformer_example::run(mesh_data({n}), text, o);
+    } else if (o.layout == "model") {
+      transformer_example::run(mesh_model({n}), text, o);
+    } else {
+      transformer_example::run(mesh_data_model(squarest(n)), text, o);
+    }
+  } catch (const mp::error& e) {
+    // every rank threw (before any rank went on); each says why
+    std::fprintf(stderr, "transformer: rank %d: %s\n", boost::mpi::communicator().rank(),
+                 e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,25 @@
+// transformer_language_model.hpp: the member functions of examples/transformer's
+// language_model that hold the model's computation (logits, loss), but for its blocks
+// (transformer_blocks.hpp). Included by the model translation unit of each layout
+// (transformer_<layout>.cpp), which instantiates the class explicitly; everything else (the
+// example's training loop, the tests, the bench) links those objects and compiles none of the
+// model again.
+#pragma once
+
+#include "transformer.hpp"
+
+namespace transformer_example {
+
+template <class Mesh>
+mp::traced<typename language_model<Mesh>::logits_t> language_model<Mesh>::logits(
+    const ids_t& ids) const {
+  return unembed(final_norm(through_blocks(tokens(ids) + positions)));
+}
+
+template <class Mesh>
+mp::traced<typename language_model<Mesh>::loss_t> language_model<Mesh>::loss(
+    const ids_t& ids, const ids_t& targets) const {
+  return mp::reduce_mean(mp::softmax_cross_entropy<vocab>(logits(ids), targets));
+}
+
+}  // namespace transformer_example

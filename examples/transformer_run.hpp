@@ -1,0 +1,215 @@
+// transformer_run.hpp: run<Mesh> of examples/transformer: the training loop, the validation
+// bits per character and the sample. Included by the run translation unit of each layout
+// (transformer_<layout>_run.cpp); the model it trains is compiled apart
+// (transformer_language_model.hpp, transformer_<layout>.cpp).
+#pragma once
+
+#include "transformer.hpp"
+
+namespace transformer_example {
+
+// splitmix64 draw number i of the stream keyed by seed, as a double in [0, 1)
+inline double uniform_draw(std::uint64_t seed, std::uint64_t i) {
+  std::uint64_t z = seed * 0x9E3779B97F4A7C15ull + (i + 1) * 0xD1B54A32D192ED03ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
+// json_string(s): s as a JSON string literal
+inline std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+// the learning rate at step (1-based): linear warmup, then cosine decay to a tenth of the peak
+inline double learning_rate_at(const options& o, std::size_t step) {
+  if (o.warmup > 0 && step <= o.warmup)
+    return o.learning_rate * static_cast<double>(step) / static_cast<double>(o.warmup);
+  const double span = static_cast<double>(std::max<std::size_t>(1, o.steps - o.warmup));
+  const double t = std::min(1.0, static_cast<double>(step - o.warmup) / span);
+  return o.learning_rate * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(3.141592653589793 * t)));
+}
+
+template <class Mesh>
+struct trainer {
+  using model_t = language_model<Mesh>;
+  using ids_t = typename model_t::ids_t;
+
+  const Mesh& mesh;
+  const mp::text_corpus& text;
+  const options& o;
+  sizes_t sizes;
+  model_t model;
+
+  trainer(const Mesh& m, const mp::text_corpus& t, const options& opt)
+      : mesh(m),
+        text(t),
+        o(opt),
+        sizes(model_sizes(opt, opt.batch, t.vocab_size())),
+        model(m, sizes, opt) {}
+
+  // ids [batch, length] from `ids` at `starts` (+ shift: 1 for the targets); each rank fills
+  // its own slice only, from the global index
+  ids_t window_of(const sizes_t& s, const std::vector<std::int32_t>& ids,
+               const std::vector<std::size_t>& starts, std::size_t shift) const {
+    return mp::generate<ids_t>(mesh, s, [&](const auto& i) {
+      return ids[starts[i[0]] + i[1] + shift];
+    });
+  }
+
+  // the optimizer --optimizer names, holding every variable (behind the base class, so the
+  // training loop is compiled once)
+  std::unique_ptr<mp::optimizer> make_optimizer() const {
+    auto holding_all = [&](auto opt) {
+      model.add_to(*opt);
+      return std::unique_ptr<mp::optimizer>(std::move(opt));
+    };
+    if (o.optimizer == "sgd")
+      return holding_all(std::make_unique<mp::sgd>(mp::sgd_options{.learning_rate = o.learning_rate}));
+    return holding_all(
+        std::make_unique<mp::adam>(mp::adam_options{.learning_rate = o.learning_rate}));
+  }
+
+  // validation bits per character over up to o.eval_windows windows of the held-out text
+  double validation_bpc() const {
+    const std::size_t window = o.seq + 1;
+    const auto all = mp::evaluation_starts(text.validation_ids.size(), window, o.eval_windows);
+    const std::size_t batches = all.size() / o.batch;
+    if (batches == 0) return std::numeric_limits<double>::quiet_NaN();
+    mp::no_grad scope;
+    double total = 0;
+    for (std::size_t b = 0; b < batches; ++b) {
+      const std::vector<std::size_t> starts(all.begin() + b * o.batch,
+                                            all.begin() + (b + 1) * o.batch);
+      const auto ids = window_of(sizes, text.validation_ids, starts, 0);
+      const auto targets = window_of(sizes, text.validation_ids, starts, 1);
+      const auto logits = model.logits(ids).value();
+      total += static_cast<double>(
+          mp::reduce_mean(mp::softmax_cross_entropy<vocab>(logits, targets)).item());
+    }
+    return total / static_cast<double>(batches) / std::log(2.0);
+  }
+
+  // o.sample_length characters after o.prompt, sampled at o.temperature from draws keyed by
+  // o.seed: each from the logits of the last position of a window of the last seq characters
+  std::string sample() const {
+    std::vector<std::int32_t> context = text.encode(o.prompt);
+    if (context.empty()) context.push_back(0);
+    const std::size_t alphabet = text.alphabet.size();
+    // one row per rank, so the batch splits over any mesh dim
+    const auto s = model_sizes(o, static_cast<std::size_t>(mesh.world().size()),
+                               text.vocab_size());
+    mp::no_grad scope;
+    std::vector<std::int32_t> produced;
+    for (std::size_t i = 0; i < o.sample_length; ++i) {
+      const std::size_t n = std::min(context.size(), o.seq);
+      const std::size_t first = context.size() - n;
+      const auto ids = mp::generate<ids_t>(mesh, s, [&](const auto& at) {
+        return at[1] < n ? context[first + at[1]] : std::int32_t{0};
+      });
+      const auto logits = mp::gather(model.logits(ids).value());  // [rows, seq, vocab], whole
+      const float* z = logits.data() + (n - 1) * text.vocab_size();
+      double top = -std::numeric_limits<double>::infinity();
+      for (std::size_t c = 0; c < alphabet; ++c) top = std::max(top, static_cast<double>(z[c]));
+      std::vector<double> p(alphabet);
+      double sum = 0;
+      for (std::size_t c = 0; c < alphabet; ++c)
+        sum += p[c] = std::exp((static_cast<double>(z[c]) - top) / o.temperature);
+      double u = uniform_draw(o.seed, i) * sum;
+      std::size_t pick = alphabet - 1;
+      for (std::size_t c = 0; c < alphabet; ++c) {
+        if (u < p[c]) {
+          pick = c;
+          break;
+        }
+        u -= p[c];
+      }
+      context.push_back(static_cast<std::int32_t>(pick));
+      produced.push_back(static_cast<std::int32_t>(pick));
+    }
+    return text.decode(produced);
+  }
+
+  void train() {
+    const auto opt = make_optimizer();
+    const bool talk = mesh.rank() == 0;
+    const std::size_t window = o.seq + 1;
+    mesh.world().barrier();
+    const auto start = std::chrono::steady_clock::now();
+    auto last = start;
+    for (std::size_t step = 1; step <= o.steps; ++step) {
+      const auto starts =
+          mp::window_starts(text.train_ids.size(), window, o.batch, o.seed, step);
+      const auto ids = window_ids(starts, 0);
+      const auto targets = window_ids(starts, 1);
+      auto loss = model.loss(ids, targets);
+      mp::backward(loss);
+      opt->set_learning_rate(learning_rate_at(o, step));
+      opt->step();
+      if (step % o.log_every == 0 || step == o.steps) {
+        const auto now = std::chrono::steady_clock::now();
+        const double seconds = std::chrono::duration<double>(now - last).count();
+        const std::size_t since = step % o.log_every ? step % o.log_every : o.log_every;
+        const double rate = static_cast<double>(since * o.batch * o.seq) / seconds;
+        last = now;
+        const double value = static_cast<double>(loss.item());
+        if (talk && o.json) {
+          std::printf("{\"step\": %zu, \"loss\": %.9f, \"tokens_per_second\": %.1f}\n", step,
+                      value, rate);
+        } else if (talk) {
+          std::printf("step %6zu  loss %.4f  (%.3f bits/char)  tokens/s %9.1f\n", step, value,
+                      value / std::log(2.0), rate);
+        }
+        std::fflush(stdout);
+      }
+    }
+    mesh.world().barrier();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (auto& b : model.blocks) b.set_inference(true);
+    const double bpc = o.eval_windows ? validation_bpc() : std::nan("");
+    const std::string text_out = o.sample_length ? sample() : std::string();
+    if (talk && o.json) {
+      std::printf(
+          "{\"val_bpc\": %.4f, \"seconds\": %.3f, \"layout\": \"%s\", \"ranks\": %d, \"mesh\": "
+          "%s, \"steps\": %zu, \"batch\": %zu, \"seq\": %zu, \"tokens_per_second\": %.1f, "
+          "\"sample\": %s}\n",
+          bpc, seconds, o.layout.c_str(), mesh.world().size(),
+          json_string(mesh.describe()).c_str(), o.steps, o.batch, o.seq,
+          static_cast<double>(o.steps * o.batch * o.seq) / seconds,
+          json_string(o.prompt + text_out).c_str());
+    } else if (talk) {
+      std::printf("validation %.4f bits/char after %zu steps (%.1f s training, %s layout, %d ranks)\n",
+                  bpc, o.steps, seconds, o.layout.c_str(), mesh.world().size());
+      std::printf("sample: %s%s\n", o.prompt.c_str(), text_out.c_str());
+    }
+    std::fflush(stdout);
+  }
+
+  ids_t window_ids(const std::vector<std::size_t>& starts, std::size_t shift) const {
+    return window_of(sizes, text.train_ids, starts, shift);
+  }
+};
+
+template <class Mesh>
+void run(const Mesh& mesh, const mp::text_corpus& text, const options& o) {
+  trainer<Mesh>(mesh, text, o).train();
+}
+
+}  // namespace transformer_example

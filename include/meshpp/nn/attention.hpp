@@ -1,0 +1,194 @@
+// meshpp/nn/attention.hpp — multi-head self-attention over named dims (Vaswani et al. 2017;
+// Mesh-TensorFlow paper section 9), with an optional causal mask and dropout.
+//
+//   using dims = mp::nn::attention_dims<length, memory_length, d_model, heads, d_k, d_v>;
+//   mp::nn::multihead_attention<float, mesh_t, dims> attend(mesh, sizes, /*seed*/ 7);
+//   auto y = attend(x);          // x [batch, length, d_model], traced or plain -> traced, x's dims
+//   mp::add_variables(optimizer, attend);   // wq, wk, wv, wo
+//
+// Memory is a second name for the positions, the keys' and values' position dim: the scores
+// s[heads, length, memory_length] need both at once, and names are types. With X the dims of x
+// other than Length and Model (batch, ...), and x_m = rename<Length, Memory>(x):
+//   q = einsum(x,   wq[Model, Heads, Key])   / sqrt(d_k)    [X, Heads, Length, Key]
+//   k = einsum(x_m, wk[Model, Heads, Key])                  [X, Heads, Memory, Key]
+//   v = einsum(x_m, wv[Model, Heads, Value])                [X, Heads, Memory, Value]
+//   s = einsum(q, k)                                        [X, Heads, Length, Memory]
+//   p = softmax<Memory>(causal ? where(memory <= length, s, -inf) : s), then dropout
+//   o = einsum(p, v)                                        [X, Heads, Length, Value]
+//   y = einsum(o, wo[Heads, Value, Model])                  [x's dims]
+// Communication, as the layouts imply (the paper's model-parallel layout splits Heads over cols,
+// its data-parallel one the batch over rows):
+//   q, k, v, s, p, o   local: every einsum keeps Heads (and the batch) in its output
+//   y                  contracts Heads: allreduce over cols of the [X, Length, Model] slice
+//   backward           dx sums three einsums that contract Heads (q, k, v): three allreduces
+//                      over cols; dwq..dwo contract the batch: allreduce over rows of each
+//                      weight's slice (the data-parallel gradient sum)
+// The weights are Glorot-uniform from the seed (seed, seed + 1, seed + 2, seed + 3 for wq, wk,
+// wv, wo), generated from the global index: the same under every layout and rank count.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <type_traits>
+
+#include "meshpp/autodiff/einsum.hpp"
+#include "meshpp/autodiff/elementwise.hpp"
+#include "meshpp/autodiff/movement.hpp"
+#include "meshpp/autodiff/softmax.hpp"
+#include "meshpp/autodiff/traced.hpp"
+#include "meshpp/core/blocks.hpp"
+#include "meshpp/core/create.hpp"
+#include "meshpp/core/shape.hpp"
+#include "meshpp/nn/dropout.hpp"
+
+namespace meshpp::nn {
+
+/// @brief The dims self-attention works with, by role.
+/// @tparam Length the query position dim (x has it)
+/// @tparam Memory the key and value position dim (a second name for the positions)
+/// @tparam Model  the model dim (x has it)
+/// @tparam Heads  the attention heads
+/// @tparam Key    per head: the query and key size (d_k)
+/// @tparam Value  per head: the value size (d_v)
+template <class Length, class Memory, class Model, class Heads, class Key, class Value>
+struct attention_dims {
+  using length = Length;
+  using memory = Memory;
+  using model = Model;
+  using heads = Heads;
+  using key = Key;
+  using value = Value;
+};
+
+/// Options of multihead_attention: a causal mask (each position attends to itself and the
+/// positions before it), and dropout of the attention probabilities (0: none).
+struct attention_options {
+  bool causal = true;
+  double dropout = 0.0;
+};
+
+/// @brief Multi-head self-attention: see the top of this header for what it computes and
+/// communicates.
+/// @tparam T    element type (float, double)
+/// @tparam Mesh the mesh; the weights are laid out by its rules
+/// @tparam Dims attention_dims<...> (or a type with the same member types)
+template <class T, class Mesh, class Dims>
+class multihead_attention {
+  using Length = typename Dims::length;
+  using Memory = typename Dims::memory;
+  using Model = typename Dims::model;
+  using Heads = typename Dims::heads;
+  using Key = typename Dims::key;
+  using Value = typename Dims::value;
+
+ public:
+  using value_type = T;
+  using query_weight_type = tensor_of<T, shape<Model, Heads, Key>, Mesh>;
+  using value_weight_type = tensor_of<T, shape<Model, Heads, Value>, Mesh>;
+  using output_weight_type = tensor_of<T, shape<Heads, Value, Model>, Mesh>;
+
+  // multihead_attention(mesh, sizes, seed, options = {}, name = "attention"): sizes must give
+  // Length, Model, Heads, Key and Value (Memory is taken as Length's size)
+  template <class... E>
+  multihead_attention(const Mesh& m, const extents<E...>& sizes, std::uint64_t seed,
+                      attention_options options = {}, std::string name = "attention")
+      : wq_(glorot<query_weight_type>(m, sizes, seed), name + "/wq"),
+        wk_(glorot<query_weight_type>(m, sizes, seed + 1), name + "/wk"),
+        wv_(glorot<value_weight_type>(m, sizes, seed + 2), name + "/wv"),
+        wo_(glorot<output_weight_type>(m, sizes, seed + 3), name + "/wo"),
+        options_(options),
+        seed_(seed) {
+    detail::check_dropout_rate(options.dropout);
+  }
+
+  // attend(x): x [X..., Length, Model] (traced or plain) -> traced, x's dims in x's order.
+  // Dropout (when its rate is not 0 and inference is false) draws a new mask each call.
+  template <class In>
+  auto operator()(const In& x) const {
+    using XS = typename std::remove_cvref_t<In>::shape_type;
+    static_assert(contains_v<XS, Length> && contains_v<XS, Model>,
+                  "meshpp::nn::multihead_attention(x): x must have the Length and Model dims");
+    static_assert(!contains_v<XS, Memory> && !contains_v<XS, Heads> && !contains_v<XS, Key> &&
+                      !contains_v<XS, Value>,
+                  "meshpp::nn::multihead_attention(x): x must not have the Memory, Heads, Key "
+                  "or Value dims");
+    using rest = shape_difference_t<XS, shape<Length, Model>>;
+    using q_shape = shape_concat_t<rest, shape<Heads, Length, Key>>;
+    using k_shape = shape_concat_t<rest, shape<Heads, Memory, Key>>;
+    using v_shape = shape_concat_t<rest, shape<Heads, Memory, Value>>;
+    using s_shape = shape_concat_t<rest, shape<Heads, Length, Memory>>;
+    using o_shape = shape_concat_t<rest, shape<Heads, Length, Value>>;
+
+    const auto scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(
+                                                wq_.value().template extent<Key>())));
+    const auto q = einsum<q_shape>(x, wq_) * scale;
+    const auto xm = rename<Length, Memory>(x);
+    const auto k = einsum<k_shape>(xm, wk_);
+    const auto v = einsum<v_shape>(xm, wv_);
+    auto s = einsum<s_shape>(q, k);
+    auto p = softmax<Memory>(masked(s));
+    if (options_.dropout > 0 && !inference) {
+      p = dropout(p, options_.dropout, seed_, step_++);
+    }
+    const auto o = einsum<o_shape>(p, v);
+    return einsum<XS>(o, wo_);
+  }
+
+  // causal_mask(x): memory <= length, a bool tensor [Memory, Length] of x's sizes
+  template <class S>
+  auto causal_mask(const S& s) const {
+    const auto sizes = s.sizes();
+    return eval(iota<Memory>(s.mesh(), sizes) <= iota<Length>(s.mesh(), sizes));
+  }
+
+  // wq(), wk(), wv(), wo(): the variables (handles: copies share the value and the gradient)
+  const variable<query_weight_type>& wq() const { return wq_; }
+  const variable<query_weight_type>& wk() const { return wk_; }
+  const variable<value_weight_type>& wv() const { return wv_; }
+  const variable<output_weight_type>& wo() const { return wo_; }
+  variable<query_weight_type>& wq() { return wq_; }
+  variable<query_weight_type>& wk() { return wk_; }
+  variable<value_weight_type>& wv() { return wv_; }
+  variable<output_weight_type>& wo() { return wo_; }
+  const attention_options& options() const { return options_; }
+
+  // variables(): (wq, wk, wv, wo)
+  auto variables() const { return std::tuple(wq_, wk_, wv_, wo_); }
+
+  // inference: true turns dropout off (evaluation, generation)
+  bool inference = false;
+
+ private:
+  // the scores with the causal mask applied (or as they are)
+  template <class S>
+  auto masked(const S& s) const {
+    if (!options_.causal) return s;
+    return S(where(causal_mask(s.value()), s, -std::numeric_limits<T>::infinity()));
+  }
+
+  // glorot<W>(mesh, sizes, seed): U(-l, l), l = sqrt(6 / (fan_in + fan_out)); the fan-in is
+  // the size of the dims W shares with x's side (Model for wq, wk, wv; Heads x Value for wo)
+  template <class W, class... E>
+  static W glorot(const Mesh& m, const extents<E...>& sizes, std::uint64_t seed) {
+    using WS = typename W::shape_type;
+    using in = std::conditional_t<std::is_same_v<dim_at_t<WS, 0>, Model>, shape<Model>,
+                                  shape<Heads, Value>>;
+    const auto all = static_cast<double>(detail::element_count(sizes.template sizes_of<WS>()));
+    const auto fan_in = static_cast<double>(detail::element_count(sizes.template sizes_of<in>()));
+    const double limit = std::sqrt(6.0 / (fan_in + all / fan_in));
+    return random_uniform<W>(m, sizes, seed, static_cast<T>(-limit), static_cast<T>(limit));
+  }
+
+  variable<query_weight_type> wq_, wk_;
+  variable<value_weight_type> wv_;
+  variable<output_weight_type> wo_;
+  attention_options options_;
+  std::uint64_t seed_;
+  mutable std::uint64_t step_ = 0;
+};
+
+}  // namespace meshpp::nn

@@ -1,0 +1,179 @@
+// meshpp/ops/softmax.hpp — softmax<Dim>, log_softmax<Dim>, logsumexp<Dim> and argmax<Dim> over
+// a named dim, numerically stable, the dim split or not.
+//
+//   auto p   = mp::softmax<memory_length>(scores);        // same dims and layout as scores
+//   auto lp  = mp::log_softmax<vocab>(logits);
+//   auto lse = mp::logsumexp<vocab>(logits);              // [batch, length]: vocab reduced out
+//   auto ids = mp::argmax<vocab>(logits);                 // int32 [batch, length]
+//
+// Each shifts by the maximum over Dim before exponentiating, so no exp overflows:
+//   logsumexp(x) = m + log(sum_Dim exp(x - m)),  m = max_Dim x   (m is taken as 0 where it is
+//                                                                 infinite: a row of -inf gives -inf)
+//   softmax(x)     = exp(x - m) / sum_Dim exp(x - m)     (a row of -inf only gives NaN, as 0/0)
+//   log_softmax(x) = x - logsumexp(x)
+// Communication, for x [batch/rows, vocab/cols] and Dim = vocab:
+//   [batch/rows, vocab/cols] |-> [batch/rows]   max, then sum: a local pass each, then an
+//                                               allreduce over cols of the [batch/rows] slice
+// When Dim is whole (not split) nothing is communicated, and when it is also x's last dim (the
+// attention scores' key dim) softmax runs row by row in one pass over the slice, each row in cache.
+//
+// argmax<Dim>(x): the global index along Dim of the largest element, the lowest index on ties,
+// the same under every layout: the maximum, then the smallest index where x equals it (two
+// local passes, each followed by an allreduce over the mesh dims Dim is split over).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "meshpp/core/create.hpp"
+#include "meshpp/core/layout.hpp"
+#include "meshpp/core/shape.hpp"
+#include "meshpp/core/tensor.hpp"
+#include "meshpp/expr/evaluate.hpp"
+#include "meshpp/expr/expression.hpp"
+#include "meshpp/expr/functions.hpp"
+#include "meshpp/ops/reduce.hpp"
+
+namespace meshpp {
+
+namespace offending {
+template <class Dim, class Shape>
+inline constexpr bool softmax_dim_not_in_operand = false;
+}  // namespace offending
+
+namespace detail {
+
+// materialized(x): a tensor as itself (by reference), an expression node evaluated once
+template <class E>
+decltype(auto) materialized(const E& e) {
+  if constexpr (is_tensor_v<E>)
+    return (e);
+  else
+    return eval(e);
+}
+
+// finite_or_zero: the shift of a stable log-sum-exp: the maximum where it is finite, else 0
+struct finite_or_zero {
+  template <class A>
+  A operator()(A m) const {
+    return std::isfinite(m) ? m : A(0);
+  }
+};
+
+// rowwise_softmax_v<Dim, Tensor>: softmax over Dim may run row by row in one pass: Dim is
+// Tensor's last dim (contiguous rows) and is not split (no collective between the steps)
+template <class Dim, class Tensor>
+inline constexpr bool rowwise_softmax_v =
+    index_of_v<typename Tensor::shape_type, Dim> + 1 == Tensor::shape_type::rank &&
+    !is_split_in_v<typename Tensor::layout_type, Dim>;
+
+// softmax_rows(data, rows, n): softmax of each contiguous row of n elements, in place
+template <class T>
+void softmax_rows(T* data, std::size_t rows, std::size_t n) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    T* x = data + r * n;
+    T m = -std::numeric_limits<T>::infinity();
+    for (std::size_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
+    if (!std::isfinite(m)) m = T(0);
+    T sum = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      x[j] = std::exp(x[j] - m);
+      sum += x[j];
+    }
+    const T scale = T(1) / sum;
+    for (std::size_t j = 0; j < n; ++j) x[j] *= scale;
+  }
+}
+
+// index_at_maximum<T>: the index where x equals the maximum, else T's largest value (which
+// the minimum over Dim then passes over)
+template <class T>
+struct index_at_maximum {
+  template <class A>
+  T operator()(A x, A best, T index) const {
+    return x == best ? index : std::numeric_limits<T>::max();
+  }
+};
+
+// The check of every function here: x has Dim. At the public entry point, so that the message
+// names the function.
+#define MESHPP_SOFTMAX_CHECK(NAME)                                                         \
+  static_assert(contains_v<typename E::shape_type, Dim> ||                                 \
+                    offending::softmax_dim_not_in_operand<Dim, typename E::shape_type>,    \
+                "meshpp::" #NAME "<Dim>(x): x has no dim Dim")
+
+}  // namespace detail
+
+// logsumexp<Dim>(x): log(sum over Dim of exp(x)), stable; x's dims but Dim
+template <class Dim, class E>
+requires is_expression_v<E>
+auto logsumexp(const E& e) {
+  MESHPP_SOFTMAX_CHECK(logsumexp);
+  if constexpr (contains_v<typename E::shape_type, Dim>) {
+    const auto& x = detail::materialized(e);
+    const auto shift = eval(make_function(detail::finite_or_zero{}, reduce_max<Dim>(x)));
+    auto out = reduce_sum<Dim>(exp(x - shift));
+    out = log(out) + shift;
+    return out;
+  }
+}
+
+// softmax<Dim>(x): exp(x) / sum over Dim of exp(x), stable; x's dims and layout
+template <class Dim, class E>
+requires is_expression_v<E>
+auto softmax(const E& e) {
+  MESHPP_SOFTMAX_CHECK(softmax);
+  if constexpr (contains_v<typename E::shape_type, Dim>) {
+    auto y = eval(e);  // the result's storage: softmax is computed in it
+    using Y = decltype(y);
+    if constexpr (detail::rowwise_softmax_v<Dim, Y>) {
+      const std::size_t n = y.local().shape()[Y::rank - 1];
+      if (n > 0) detail::softmax_rows(y.local().data(), y.local().size() / n, n);
+    } else {
+      const auto shift = eval(make_function(detail::finite_or_zero{}, reduce_max<Dim>(y)));
+      y = exp(y - shift);
+      const auto sum = reduce_sum<Dim>(y);
+      y = y / sum;
+    }
+    return y;
+  }
+}
+
+// log_softmax<Dim>(x): x - logsumexp<Dim>(x); x's dims and layout
+template <class Dim, class E>
+requires is_expression_v<E>
+auto log_softmax(const E& e) {
+  MESHPP_SOFTMAX_CHECK(log_softmax);
+  if constexpr (contains_v<typename E::shape_type, Dim>) {
+    const auto& x = detail::materialized(e);
+    return eval(x - logsumexp<Dim>(x));
+  }
+}
+
+// argmax<Dim, T = std::int32_t>(x): the global index along Dim of x's largest element (the
+// lowest on ties); x's dims but Dim, as T
+template <class Dim, class T = std::int32_t, class E>
+requires is_expression_v<E>
+auto argmax(const E& e) {
+  MESHPP_SOFTMAX_CHECK(argmax);
+  static_assert(std::is_integral_v<T>, "meshpp::argmax<Dim, T>(x): T must be an integer type");
+  if constexpr (contains_v<typename E::shape_type, Dim>) {
+    const auto& x = detail::materialized(e);
+    using X = std::remove_cvref_t<decltype(x)>;
+    // the index along Dim, laid out as x lays out Dim, so every rank reads its own stripe
+    using index_t = tensor<T, shape<Dim>, layout_for_t<typename X::layout_type, shape<Dim>>,
+                           typename X::mesh_type>;
+    const auto index = iota<index_t>(x.mesh(), x.sizes());
+    const auto best = reduce_max<Dim>(x);
+    // read in x's dim order (x first), the index broadcast over x's other dims
+    return reduce_min<Dim>(make_function(detail::index_at_maximum<T>{}, x, best, index));
+  }
+}
+
+#undef MESHPP_SOFTMAX_CHECK
+
+}  // namespace meshpp

@@ -1,0 +1,148 @@
+// The Transformer's communication table (README "The Transformer's communication"): one
+// training step of examples/transformer's language model (forward, then backward) under the
+// paper's three layouts allreduces exactly the values the table gives per processor, and uses
+// no other collective. The model's objects are the example's own (transformer_layouts).
+//
+// Sizes: b batch, l length, d d_model, h heads, k d_k, v d_v, f d_ff, n vocab, `layers`
+// blocks; P the number of parameters; r, c the mesh's rows and cols (r = 1 on the 1-D meshes).
+//   data        forward 1                               backward P
+//   model       forward b l d (1 + 2 layers) + 3 b l    backward b l d (1 + 4 layers)
+//   data+model  forward (b/r) l d (1 + 2 layers) + 3 (b/r) l + 1
+//               backward (b/r) l d (1 + 4 layers) + [P with every weight split over cols / c]
+#include <meshpp/comm/counters.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "testing.hpp"
+#include "transformer.hpp"
+
+namespace mp = meshpp;
+namespace tx = transformer_example;
+using meshpp_test::world;
+
+namespace {
+
+struct table_sizes {
+  std::uint64_t b, l, d, h, k, v, f, n, layers;
+};
+
+// the values allreduced per processor by one step's forward and backward pass
+struct step_values {
+  std::uint64_t forward, backward;
+};
+
+// The parameters of the model, each divided by c where a dim of it is split over cols (vocab,
+// d_ff or heads): what the data-parallel gradient sum allreduces per processor.
+std::uint64_t parameters_over(const table_sizes& s, std::uint64_t c) {
+  const std::uint64_t per_layer = 2 * s.d                      // norm1 gamma, beta
+                                  + 2 * s.d * s.h * s.k / c    // wq, wk
+                                  + 2 * s.h * s.v * s.d / c    // wv, wo
+                                  + 2 * s.d                    // norm2
+                                  + s.d * s.f / c + s.f / c    // expand w, b
+                                  + s.f * s.d / c + s.d;       // contract w, b
+  return s.layers * per_layer + s.n * s.d / c  // token table
+         + s.l * s.d                           // positions
+         + 2 * s.d                             // final norm
+         + s.d * s.n / c;                      // unembedding
+}
+
+// expected(layout, s, r, c): the README's table
+step_values expected(const std::string& layout, const table_sizes& s, std::uint64_t r,
+                     std::uint64_t c) {
+  const std::uint64_t rows = s.b / r * s.l;  // this processor's (batch, length) positions
+  if (layout == "data") return {1, parameters_over(s, 1)};
+  const std::uint64_t forward = rows * s.d * (1 + 2 * s.layers) + 3 * rows;
+  const std::uint64_t backward = rows * s.d * (1 + 4 * s.layers);
+  if (layout == "model") return {forward, backward};
+  return {forward + 1, backward + parameters_over(s, c)};
+}
+
+std::uint64_t other_collective_calls(const mp::counters& c) {
+  std::uint64_t calls = 0;
+  for (std::size_t kind = 0; kind < mp::collective_kinds; ++kind) {
+    if (static_cast<mp::collective>(kind) != mp::collective::allreduce)
+      calls += c.total(static_cast<mp::collective>(kind)).calls;
+  }
+  return calls;
+}
+
+// one_step<Mesh>(mesh, layout, r, c): trains one step with counters read after the forward
+// and after the backward pass, and checks them against the table
+template <class Mesh>
+void one_step(const Mesh& mesh, const std::string& layout, std::uint64_t r, std::uint64_t c) {
+  tx::options o;
+  o.layers = 2;
+  o.d_model = 16;
+  o.heads = 4;
+  o.d_ff = 32;
+  o.seq = 8;
+  const std::size_t batch_size = 8, vocab_size = 16;
+  const auto sizes = tx::model_sizes(o, batch_size, vocab_size);
+  const tx::language_model<Mesh> model(mesh, sizes, o);
+  using ids_t = typename tx::language_model<Mesh>::ids_t;
+  const auto ids = mp::generate<ids_t>(mesh, sizes, [](const auto& i) {
+    return static_cast<std::int32_t>((i[0] * 7 + i[1] * 3) % vocab_size);
+  });
+  const auto targets = mp::generate<ids_t>(mesh, sizes, [](const auto& i) {
+    return static_cast<std::int32_t>((i[0] * 5 + i[1] * 11 + 1) % vocab_size);
+  });
+  const table_sizes s{batch_size, o.seq,  o.d_model, o.heads,  o.d_model / o.heads,
+                      o.d_model / o.heads, o.d_ff, vocab_size, o.layers};
+  const auto want = expected(layout, s, r, c);
+
+  auto& counters = mesh.counters();
+  counters.reset();
+  const auto loss = model.loss(ids, targets);
+  const std::uint64_t forward = counters.values(mp::collective::allreduce);
+  const std::uint64_t forward_other = other_collective_calls(counters);
+  counters.reset();
+  mp::backward(loss);
+  const std::uint64_t backward = counters.values(mp::collective::allreduce);
+  const std::uint64_t backward_other = other_collective_calls(counters);
+
+  INFO("layout " << layout << " on " << mesh.describe() << ": forward " << forward << " (want "
+                 << want.forward << "), backward " << backward << " (want " << want.backward
+                 << ")");
+  CHECK_ALL_RANKS(forward == want.forward);
+  CHECK_ALL_RANKS(backward == want.backward);
+  CHECK_ALL_RANKS(forward_other == 0);
+  CHECK_ALL_RANKS(backward_other == 0);
+  // a gradient reached every variable: the step trained everything the table counts
+  CHECK_ALL_RANKS(model.unembed.weight().grad().has_value());
+  CHECK_ALL_RANKS(model.tokens.table().grad().has_value());
+  CHECK_ALL_RANKS(model.positions.grad().has_value());
+}
+
+// rows x cols = n, as square as possible (examples/transformer.cpp's choice)
+std::array<int, 2> squarest(int n) {
+  int r = 1;
+  for (int f = 1; f * f <= n; ++f)
+    if (n % f == 0) r = f;
+  return {r, n / r};
+}
+
+}  // namespace
+
+TEST_CASE("data layout: the table's allreduces, exactly") {
+  const int n = world().size();
+  one_step(mesh_data({n}), "data", static_cast<std::uint64_t>(n), 1);
+}
+
+TEST_CASE("model layout: the table's allreduces, exactly") {
+  const int n = world().size();
+  one_step(mesh_model({n}), "model", 1, static_cast<std::uint64_t>(n));
+}
+
+TEST_CASE("data+model layout: the table's allreduces, exactly") {
+  const auto shape = squarest(world().size());
+  one_step(mesh_data_model(shape), "data+model", static_cast<std::uint64_t>(shape[0]),
+           static_cast<std::uint64_t>(shape[1]));
+  // and with the mesh the other way round, where it differs
+  if (shape[0] != shape[1]) {
+    one_step(mesh_data_model({shape[1], shape[0]}), "data+model",
+             static_cast<std::uint64_t>(shape[1]), static_cast<std::uint64_t>(shape[0]));
+  }
+}
