@@ -1,18 +1,18 @@
-# Run by CTest as: cmake -DBUILD_DIR=... -DTARGET=... -DSOURCE=... -DMODE=fail|pass -P meshppCompileFail.cmake
+# Run by CTest as: cmake -DCOMPILE=<compiler;args...> -DSOURCE=... -DMODE=fail|pass -P meshppCompileFail.cmake
 #
-# MODE=fail: building TARGET must fail, and every `// expect-error: <regex>` line at the top
-#            of SOURCE must match the compiler's output (a failure for another reason, such as
-#            a typo in the case, does not pass).
-# MODE=pass: building TARGET (the same file with MESHPP_COMPILE_FAIL_TWIN defined) must
-#            succeed, so a case cannot pass because the harness is broken.
-foreach(var BUILD_DIR TARGET SOURCE MODE)
+# MODE=fail: COMPILE (the compiler on SOURCE, syntax only) must fail, and every
+#            `// expect-error: <regex>` line at the top of SOURCE must match the compiler's
+#            output (a failure for another reason, such as a typo in the case, does not pass).
+# MODE=pass: COMPILE (the same file with MESHPP_COMPILE_FAIL_TWIN defined) must succeed, so
+#            a case cannot pass because the harness is broken.
+foreach(var COMPILE SOURCE MODE)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "meshppCompileFail.cmake: ${var} is not set")
   endif()
 endforeach()
 
 execute_process(
-  COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${TARGET}
+  COMMAND ${COMPILE}
   RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out)
 
 if(MODE STREQUAL "pass")
