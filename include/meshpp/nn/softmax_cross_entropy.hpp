@@ -60,7 +60,8 @@ auto softmax_cross_entropy(const L& logits, const Labels& labels) {
   MESHPP_SOFTMAX_XENT_CHECKS(typename L::shape_type);
   if constexpr (ok) {
     const auto& z = detail::materialized(logits);
-    return eval(logsumexp<Classes>(z) - gather<Classes>(z, labels));
+    const auto picked = gather<Classes>(z, labels);  // checks the labels first
+    return eval(logsumexp<Classes>(z) - picked);
   }
 }
 
