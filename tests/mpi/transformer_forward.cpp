@@ -1,0 +1,145 @@
+// One forward pass of examples/transformer's language model (the example's own objects,
+// transformer_layouts) equals the single-process reference (tests/support/
+// transformer_reference.hpp: plain loops in double that share no code with meshpp) on the same
+// parameters and tokens: the logits within 1e-4 * max(1, |logit|) and the loss within 1e-4
+// relative (float against double), under the paper's three layouts fitted to the ranks (data:
+// batch over all; model: vocab, d_ff and heads over all; data+model: batch over rows, the rest
+// over cols, the mesh both ways round where it is not square).
+// Every variable is first moved away from its initial value by a uniform draw from its global
+// index (so the layer norms' scales and biases are not 1 and 0, where a dropped or misplaced
+// one would not show), then gathered into the reference's parameters, in the order both name
+// them: token table, positions, per block norm1, wq, wk, wv, wo, norm2, expand, contract, then
+// the final norm and the unembedding. The sizes let every split dim divide over 1, 2 and 4
+// ranks; the ids never reach the padding of the vocabulary, as load_text's never do.
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "reference.hpp"
+#include "testing.hpp"
+#include "transformer.hpp"
+#include "transformer_reference.hpp"
+
+namespace mp = meshpp;
+namespace tx = transformer_example;
+namespace rt = meshpp_test::reference_transformer;
+using meshpp_test::world;
+
+namespace {
+
+// batch 4 and vocab 16 (an alphabet of 13, padded), d_model 8 over 4 heads, d_ff 12, length 5
+constexpr std::size_t batch_size = 4, vocab_size = 16, alphabet = 13;
+
+tx::options tiny_options() {
+  tx::options o;
+  o.layers = 2;
+  o.d_model = 8;
+  o.heads = 4;
+  o.d_ff = 12;
+  o.seq = 5;
+  return o;
+}
+
+rt::config reference_config(const tx::options& o) {
+  return {.batch = batch_size, .length = o.seq, .d_model = o.d_model, .heads = o.heads,
+          .d_k = o.d_model / o.heads, .d_v = o.d_model / o.heads, .d_ff = o.d_ff,
+          .vocab = vocab_size, .layers = o.layers, .causal = true};
+}
+
+// the tokens, from the position (b, l): ids and targets in [0, alphabet)
+std::int32_t id_at(std::size_t b, std::size_t l) {
+  return static_cast<std::int32_t>((b * 7 + l * 3 + 2) % alphabet);
+}
+std::int32_t target_at(std::size_t b, std::size_t l) {
+  return static_cast<std::int32_t>((b * 5 + l * 11 + 1) % alphabet);
+}
+
+// for_each_variable(model, f): f(handle) for every variable of the model, in the order
+// rt::for_each_array visits the reference's parameters
+template <class Mesh, class F>
+void for_each_variable(const tx::language_model<Mesh>& model, F&& f) {
+  const auto each = [&](const auto& variables) {
+    std::apply([&](auto... v) { (f(v), ...); }, variables);
+  };
+  each(model.tokens.variables());
+  f(model.positions);
+  for (const auto& block : model.blocks) each(block.variables());
+  each(model.final_norm.variables());
+  each(model.unembed.variables());
+}
+
+// check_forward(mesh): perturbs the model's variables, copies them into the reference, and
+// compares the logits and the loss
+template <class Mesh>
+void check_forward(const Mesh& mesh) {
+  CAPTURE(mesh.describe());
+  const tx::options o = tiny_options();
+  const auto sizes = tx::model_sizes(o, batch_size, vocab_size);
+  const tx::language_model<Mesh> model(mesh, sizes, o);
+
+  // move every variable by U(-0.5, 0.5) from its global index (a seed per variable), and keep
+  // the values it then holds, gathered whole
+  std::vector<rt::array> values;
+  std::uint64_t seed = 1000;
+  for_each_variable(model, [&](auto v) {
+    using X = typename decltype(v)::tensor_type;
+    v.value() = X(v.value() + mp::random_uniform<X>(mesh, sizes, seed++, -0.5f, 0.5f));
+    const auto whole = mp::gather(v.value());
+    values.emplace_back(whole.begin(), whole.end());
+  });
+
+  const rt::config cfg = reference_config(o);
+  rt::params p = rt::zeros(cfg);
+  std::size_t next = 0;
+  rt::for_each_array(p, [&](const std::string& name, rt::array& a) {
+    CAPTURE(name);
+    REQUIRE(next < values.size());
+    REQUIRE(values[next].size() == a.size());
+    a = values[next++];
+  });
+  REQUIRE(next == values.size());
+
+  rt::tokens ids, targets;
+  for (std::size_t b = 0; b < batch_size; ++b) {
+    for (std::size_t l = 0; l < o.seq; ++l) {
+      ids.push_back(id_at(b, l));
+      targets.push_back(target_at(b, l));
+    }
+  }
+  using ids_t = typename tx::language_model<Mesh>::ids_t;
+  const auto model_ids =
+      mp::generate<ids_t>(mesh, sizes, [](const auto& i) { return id_at(i[0], i[1]); });
+  const auto model_targets =
+      mp::generate<ids_t>(mesh, sizes, [](const auto& i) { return target_at(i[0], i[1]); });
+
+  mp::no_grad scope;
+  const rt::array want_logits = rt::logits(cfg, p, ids);
+  const auto want = meshpp_test::filled<double, 3>(
+      {batch_size, o.seq, vocab_size}, [&](std::uint64_t i) { return want_logits[i]; });
+  CHECK_ALL_RANKS(meshpp_test::matches(mp::gather(model.logits(model_ids).value()), want, 1e-4));
+
+  const double want_loss = rt::loss(cfg, p, ids, targets);
+  const double loss = static_cast<double>(model.loss(model_ids, model_targets).item());
+  INFO("loss " << loss << ", reference " << want_loss);
+  CHECK_ALL_RANKS(std::abs(loss - want_loss) <= 1e-4 * std::abs(want_loss));
+}
+
+}  // namespace
+
+TEST_CASE("transformer forward equals the reference: data layout") {
+  check_forward(mesh_data({world().size()}));
+}
+
+TEST_CASE("transformer forward equals the reference: model layout") {
+  check_forward(mesh_model({world().size()}));
+}
+
+TEST_CASE("transformer forward equals the reference: data+model layout") {
+  const auto shape = meshpp_test::grid2(world().size());
+  check_forward(mesh_data_model(shape));
+  if (shape[0] != shape[1]) check_forward(mesh_data_model({shape[1], shape[0]}));
+}
