@@ -288,3 +288,59 @@ TEST_CASE("a mesh over a sub-communicator") {
   for (int r = first ? 0 : half; r < (first ? half : n); ++r) expected.push_back(r);
   CHECK_ALL_RANKS(members == expected);
 }
+
+// every way to write n as N ascending factors, for balanced_grid's check
+template <std::size_t N>
+void factorizations(int n, int least, std::array<int, N>& now, std::size_t k,
+                    std::vector<std::array<int, N>>& out) {
+  if (k == N - 1) {
+    if (n >= least) {
+      now[k] = n;
+      out.push_back(now);
+    }
+    return;
+  }
+  for (int f = least; f <= n; ++f) {
+    if (n % f) continue;
+    now[k] = f;
+    factorizations<N>(n / f, f, now, k + 1, out);
+  }
+}
+
+template <std::size_t N>
+void check_balanced_grid(int n) {
+  const auto g = mp::balanced_grid<N>(n);
+  long product = 1;
+  for (int x : g) product *= x;
+  CHECK(product == n);
+  CHECK(std::is_sorted(g.begin(), g.end()));
+  std::vector<std::array<int, N>> all;
+  std::array<int, N> now{};
+  factorizations<N>(n, 1, now, 0, all);
+  REQUIRE(!all.empty());
+  int least_spread = n;
+  for (const auto& f : all) least_spread = std::min(least_spread, f[N - 1] - f[0]);
+  INFO("n = " << n << ", N = " << N);
+  CHECK(g[N - 1] - g[0] == least_spread);
+}
+
+TEST_CASE("balanced_grid: the factors of the rank count closest to each other") {
+  CHECK(mp::balanced_grid<2>(8) == std::array<int, 2>{2, 4});
+  CHECK(mp::balanced_grid<2>(7) == std::array<int, 2>{1, 7});
+  CHECK(mp::balanced_grid<2>(36) == std::array<int, 2>{6, 6});
+  CHECK(mp::balanced_grid<3>(12) == std::array<int, 3>{2, 2, 3});
+  CHECK(mp::balanced_grid<3>(2) == std::array<int, 3>{1, 1, 2});
+  CHECK(mp::balanced_grid<4>(16) == std::array<int, 4>{2, 2, 2, 2});
+  CHECK(mp::balanced_grid<1>(5) == std::array<int, 1>{5});
+  for (int n = 1; n <= 300; ++n) {
+    check_balanced_grid<2>(n);
+    check_balanced_grid<3>(n);
+  }
+  // the world's size fits a mesh of each rank
+  const int n = world().size();
+  grid_t fitted(mp::balanced_grid<2>(n));
+  cube_t cube(mp::balanced_grid<3>(n));
+  CHECK_ALL_RANKS(fitted.size() == n && cube.size() == n);
+  CHECK_ALL_RANKS(meshpp_test::throws_with<mp::error>([] { mp::balanced_grid<2>(0); },
+                                                      {"balanced_grid", "at least 1", "not 0"}));
+}

@@ -116,14 +116,6 @@ void one_step(const Mesh& mesh, const std::string& layout, std::uint64_t r, std:
   CHECK_ALL_RANKS(model.positions.grad().has_value());
 }
 
-// rows x cols = n, as square as possible (examples/transformer.cpp's choice)
-std::array<int, 2> squarest(int n) {
-  int r = 1;
-  for (int f = 1; f * f <= n; ++f)
-    if (n % f == 0) r = f;
-  return {r, n / r};
-}
-
 }  // namespace
 
 TEST_CASE("data layout: the table's allreduces, exactly") {
@@ -137,7 +129,7 @@ TEST_CASE("model layout: the table's allreduces, exactly") {
 }
 
 TEST_CASE("data+model layout: the table's allreduces, exactly") {
-  const auto shape = squarest(world().size());
+  const auto shape = mp::balanced_grid<2>(world().size());
   one_step(mesh_data_model(shape), "data+model", static_cast<std::uint64_t>(shape[0]),
            static_cast<std::uint64_t>(shape[1]));
   // and with the mesh the other way round, where it differs

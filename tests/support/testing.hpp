@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include <meshpp/core/mesh.hpp>
+
 #include <boost/mpi/collectives/all_reduce.hpp>
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/operations.hpp>
@@ -41,30 +43,10 @@ bool bit_equal(const A& a, const B& b) {
   return std::memcmp(a.data(), b.data(), a.size() * sizeof(*a.data())) == 0;
 }
 
-// Mesh shapes used across tests: ranks n split into 2 or 3 factors, squarest first.
-inline std::array<int, 2> grid2(int n) {
-  int r = 1;
-  for (int f = 1; f * f <= n; ++f) {
-    if (n % f == 0) r = f;
-  }
-  return {r, n / r};
-}
-inline std::array<int, 3> grid3(int n) {
-  std::array<int, 3> best{1, 1, n};
-  int spread = n;
-  for (int a = 1; a <= n; ++a) {
-    for (int b = a; a * b <= n; ++b) {
-      if (n % (a * b) != 0) continue;
-      const int c = n / (a * b);
-      if (c < b) continue;
-      if (c - a < spread) {
-        spread = c - a;
-        best = {a, b, c};
-      }
-    }
-  }
-  return best;
-}
+// Mesh shapes used across tests: ranks n split into 2 or 3 factors, squarest first
+// (meshpp::balanced_grid)
+inline std::array<int, 2> grid2(int n) { return meshpp::balanced_grid<2>(n); }
+inline std::array<int, 3> grid3(int n) { return meshpp::balanced_grid<3>(n); }
 
 // mesh_shapes<N>(n): every shape of an N-dim mesh of n ranks (positive sizes whose product is
 // n). One mesh type then runs under many layouts, compiled once: a mesh dim of size 1 splits

@@ -5,6 +5,7 @@
 //   mesh_t m({2, 2});                 // throws unless the communicator has 4 ranks
 //   m.coordinate<cols>()              // this rank's place along cols: rank = r * 2 + c
 //   m.communicator<rows>()            // the ranks that differ from this one only in rows
+//   mesh_t fitted(balanced_grid<2>(world.size()));   // any rank count: 6 ranks -> {2, 3}
 //
 // A mesh is a cheap handle: copies share one state (the communicators), so tensors keep a
 // copy of their mesh and never dangle.
@@ -240,6 +241,42 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
   std::shared_ptr<const state> state_;
   std::shared_ptr<meshpp::counters> counters_;
 };
+
+// balanced_grid<N>(ranks): N sizes whose product is `ranks`, as equal as possible (the
+// smallest difference between the largest and the smallest), in ascending order: the shape
+// that fits a mesh of N dims to any number of ranks. balanced_grid<2>(8) == {2, 4},
+// balanced_grid<3>(12) == {2, 2, 3}, balanced_grid<2>(7) == {1, 7}. Throws meshpp::error
+// unless ranks >= 1.
+template <std::size_t N>
+std::array<int, N> balanced_grid(int ranks) {
+  static_assert(N >= 1, "meshpp::balanced_grid<N>: a mesh has at least one dim");
+  if (ranks < 1)
+    throw error("balanced_grid: the number of ranks must be at least 1, not " +
+                std::to_string(ranks));
+  std::array<int, N> best{}, now{};
+  best.fill(1);
+  best[N - 1] = ranks;
+  // now[0..k) chosen, ascending, with product `made`; the rest must multiply to ranks / made
+  auto search = [&](auto& self, std::size_t k, int least, int left) -> void {
+    if (k == N - 1) {
+      if (left < least) return;
+      now[k] = left;
+      if (now[N - 1] - now[0] < best[N - 1] - best[0]) best = now;
+      return;
+    }
+    for (int f = least; f <= left; ++f) {
+      if (left % f) continue;
+      int rest = left / f, power = 1;  // f^(N - k - 1) must not exceed what is left
+      bool fits = true;
+      for (std::size_t j = k + 1; j < N && fits; ++j) fits = (power *= f) <= rest;
+      if (!fits) break;
+      now[k] = f;
+      self(self, k + 1, f, rest);
+    }
+  };
+  search(search, 0, 1, ranks);
+  return best;
+}
 
 // is_mesh_v<M>
 template <class M>
