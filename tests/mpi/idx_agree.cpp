@@ -17,6 +17,7 @@
 #include <boost/mpi/collectives/broadcast.hpp>
 #include <boost/serialization/vector.hpp>
 
+#include "temp_dir.hpp"
 #include "testing.hpp"
 
 namespace io = meshpp;  // the IDX reader lives in meshpp itself
@@ -24,21 +25,9 @@ namespace fs = std::filesystem;
 using meshpp_test::world;
 using bytes = std::vector<std::uint8_t>;
 
-namespace {
+using meshpp_test::temp_dir;
 
-// A fresh directory of this rank's own, removed at the end of the test case.
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    std::string pattern = (fs::temp_directory_path() / "meshpp_idx_agree_XXXXXX").string();
-    if (mkdtemp(pattern.data()) != nullptr) path = pattern;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    if (!path.empty()) fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+namespace {
 
 // Writes an IDX file of unsigned bytes, gzip'd by zlib; false if any step failed.
 bool write_idx_gz(const std::string& path, const std::vector<std::size_t>& dims,

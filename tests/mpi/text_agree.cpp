@@ -16,27 +16,16 @@
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
+#include "temp_dir.hpp"
 #include "testing.hpp"
 
 namespace mp = meshpp;
 namespace fs = std::filesystem;
 using meshpp_test::world;
 
-namespace {
+using meshpp_test::temp_dir;
 
-// A fresh directory of this rank's own, removed at the end of the test case.
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    std::string pattern = (fs::temp_directory_path() / "meshpp_text_agree_XXXXXX").string();
-    if (mkdtemp(pattern.data()) != nullptr) path = pattern;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    if (!path.empty()) fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+namespace {
 
 // Writes content to path; false if that failed.
 bool write_file(const std::string& path, std::string_view content) {

@@ -13,28 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.hpp"
 #include "testing.hpp"
 
 namespace io = meshpp;  // the IDX reader lives in meshpp itself
 namespace fs = std::filesystem;
 using bytes = std::vector<std::uint8_t>;
 
-namespace {
+using meshpp_test::temp_dir;
 
-// A fresh directory, removed with everything in it at the end of the test case.
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    std::string pattern = (fs::temp_directory_path() / "meshpp_idx_XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+namespace {
 
 // write_file(path, content, gzip): the bytes as they are, or gzip-compressed by zlib
 void write_file(const std::string& path, const bytes& content, bool gzip) {
@@ -99,6 +87,7 @@ void write_mnist(const temp_dir& dir, std::size_t n_train, std::size_t n_test, s
 
 TEST_CASE("read_idx reads raw and gzip'd files exactly, of 1 to 4 dims") {
   temp_dir dir;
+  REQUIRE(!dir.path.empty());
   const std::vector<std::vector<std::size_t>> shapes{
       {7}, {3, 5}, {4, 3, 2}, {2, 3, 1, 4}, {300, 28, 28}};
   for (const bool gzip : {false, true}) {
@@ -120,6 +109,7 @@ TEST_CASE("read_idx reads raw and gzip'd files exactly, of 1 to 4 dims") {
 
 TEST_CASE("read_idx tells gzip from raw by the first bytes, not by the name") {
   temp_dir dir;
+  REQUIRE(!dir.path.empty());
   const bytes data = counting(24);
   write_file(dir / "raw.gz", idx_file({2, 3, 4}, data), false);
   write_file(dir / "compressed", idx_file({2, 3, 4}, data), true);
@@ -131,12 +121,14 @@ TEST_CASE("read_idx tells gzip from raw by the first bytes, not by the name") {
 
 TEST_CASE("read_idx reads a dim of size 0 as no data") {
   temp_dir dir;
+  REQUIRE(!dir.path.empty());
   write_file(dir / "empty", idx_file({0, 28, 28}, {}), false);
   CHECK(io::read_idx(dir / "empty") == io::idx_array{{0, 28, 28}, {}});
 }
 
 TEST_CASE("read_idx: every malformed file throws, naming the file and the defect") {
   temp_dir dir;
+  REQUIRE(!dir.path.empty());
   for (const bool gzip : {false, true}) {
     CAPTURE(gzip);
     const std::string path = dir / (gzip ? "bad.gz" : "bad");
@@ -190,6 +182,7 @@ TEST_CASE("read_idx: every malformed file throws, naming the file and the defect
 
 TEST_CASE("read_idx: a missing file names itself and where Fashion-MNIST comes from") {
   temp_dir dir;
+  REQUIRE(!dir.path.empty());
   const std::string path = dir / "train-images-idx3-ubyte.gz";
   CHECK(throws(path, {"meshpp::read_idx: ", path + ": no such file",
                       "Fashion-MNIST: install Debian's package dataset-fashion-mnist (files "
@@ -200,6 +193,7 @@ TEST_CASE("read_idx: a missing file names itself and where Fashion-MNIST comes f
 
 TEST_CASE("read_idx: corrupt or cut gzip streams throw") {
   temp_dir dir;
+  REQUIRE(!dir.path.empty());
   // pixels that barely compress, so that half the stream holds part of the data
   bytes noise(2000);
   std::uint32_t state = 12345;
@@ -240,6 +234,7 @@ TEST_CASE("load_mnist reads the four files, raw or gzip'd") {
   for (const bool gzip : {false, true}) {
     CAPTURE(gzip);
     temp_dir dir;
+    REQUIRE(!dir.path.empty());
     write_mnist(dir, 12, 5, 4, 3, gzip);
     const io::mnist_data m = io::load_mnist(dir.path.string());
     CHECK(m.rows == 4);
@@ -253,6 +248,7 @@ TEST_CASE("load_mnist reads the four files, raw or gzip'd") {
 
 TEST_CASE("load_mnist prefers <name> to <name>.gz when both exist") {
   temp_dir dir;
+  REQUIRE(!dir.path.empty());
   write_mnist(dir, 12, 5, 4, 3, /*gzip*/ true);
   write_file(dir / "t10k-labels-idx1-ubyte", idx_file({5}, {9, 9, 9, 9, 9}), false);
   CHECK(io::load_mnist(dir.path.string()).test_labels == io::idx_array{{5}, {9, 9, 9, 9, 9}});
@@ -266,6 +262,7 @@ TEST_CASE("load_mnist: files that do not fit together throw, naming the file") {
 
   SUBCASE("a missing file names both paths tried and the package") {
     temp_dir dir;
+    REQUIRE(!dir.path.empty());
     write_mnist(dir, 12, 5, 4, 3, false);
     fs::remove(dir / "train-labels-idx1-ubyte");
     CHECK(load_throws(dir, {"meshpp::load_mnist: found neither ",
@@ -274,6 +271,7 @@ TEST_CASE("load_mnist: files that do not fit together throw, naming the file") {
   }
   SUBCASE("a malformed file is read_idx's error") {
     temp_dir dir;
+    REQUIRE(!dir.path.empty());
     write_mnist(dir, 12, 5, 4, 3, false);
     write_file(dir / "t10k-images-idx3-ubyte", idx_file({5, 4, 3}, counting(59)), false);
     CHECK(load_throws(dir, {"meshpp::read_idx: ", dir / "t10k-images-idx3-ubyte",
@@ -281,6 +279,7 @@ TEST_CASE("load_mnist: files that do not fit together throw, naming the file") {
   }
   SUBCASE("label and image counts differ") {
     temp_dir dir;
+    REQUIRE(!dir.path.empty());
     write_mnist(dir, 12, 5, 4, 3, true);
     write_file(dir / "train-labels-idx1-ubyte.gz", idx_file({11}, counting(11, 10)), true);
     CHECK(load_throws(dir, {dir / "train-labels-idx1-ubyte.gz", ": 11 labels, but ",
@@ -288,6 +287,7 @@ TEST_CASE("load_mnist: files that do not fit together throw, naming the file") {
   }
   SUBCASE("images are not 3-D") {
     temp_dir dir;
+    REQUIRE(!dir.path.empty());
     write_mnist(dir, 12, 5, 4, 3, false);
     write_file(dir / "train-images-idx3-ubyte", idx_file({12, 12}, counting(144)), false);
     CHECK(load_throws(dir, {dir / "train-images-idx3-ubyte",
@@ -295,6 +295,7 @@ TEST_CASE("load_mnist: files that do not fit together throw, naming the file") {
   }
   SUBCASE("labels are not 1-D") {
     temp_dir dir;
+    REQUIRE(!dir.path.empty());
     write_mnist(dir, 12, 5, 4, 3, false);
     write_file(dir / "t10k-labels-idx1-ubyte", idx_file({5, 1}, counting(5, 10)), false);
     CHECK(load_throws(
@@ -302,6 +303,7 @@ TEST_CASE("load_mnist: files that do not fit together throw, naming the file") {
   }
   SUBCASE("train and test images differ in size") {
     temp_dir dir;
+    REQUIRE(!dir.path.empty());
     write_mnist(dir, 12, 5, 4, 3, false);
     write_file(dir / "t10k-images-idx3-ubyte", idx_file({5, 3, 4}, counting(60)), false);
     CHECK(load_throws(dir, {dir / "t10k-images-idx3-ubyte", "images are 3 x 4, but ",
@@ -309,6 +311,7 @@ TEST_CASE("load_mnist: files that do not fit together throw, naming the file") {
   }
   SUBCASE("a label that is not a class 0..9") {
     temp_dir dir;
+    REQUIRE(!dir.path.empty());
     write_mnist(dir, 12, 5, 4, 3, false);
     bytes labels = counting(12, 10);
     labels[7] = 10;

@@ -1,6 +1,6 @@
 // Text corpora: UTF-8 files read back as character ids and decoded exactly, ASCII and
 // multi-byte alike; the alphabet padded to a multiple of pad_to; the validation part is the
-// last characters; window sampling is a pure function of its arguments, in range and uniform;
+// last characters or every k-th block; window sampling is a pure function of its arguments, in range and uniform;
 // evaluation windows tile the text; every error names the file (or input) and the problem.
 #include <meshpp/io/text.hpp>
 
@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "temp_dir.hpp"
 #include "testing.hpp"
 
 namespace mp = meshpp;
@@ -26,22 +27,9 @@ namespace fs = std::filesystem;
 using ids = std::vector<std::int32_t>;
 using starts = std::vector<std::size_t>;
 
-namespace {
+using meshpp_test::temp_dir;
 
-// A fresh directory, removed with everything in it at the end of the test case.
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    std::string pattern = (fs::temp_directory_path() / "meshpp_text_XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+namespace {
 
 void write_file(const std::string& path, std::string_view content) {
   std::ofstream f(path, std::ios::binary);
@@ -82,6 +70,7 @@ ids concat(const mp::text_corpus& c) {
 
 TEST_CASE("read_text: ASCII text round-trips through encode and decode") {
   temp_dir dir;
+  REQUIRE(!dir.path.empty());
   const std::string text = "In the beginning God created the heaven and the earth.\nAmen.\n";
   const mp::text_corpus c = corpus_of(dir, text);
   CHECK(c.path == dir / "corpus.txt");
@@ -103,6 +92,7 @@ TEST_CASE("read_text: ASCII text round-trips through encode and decode") {
 
 TEST_CASE("read_text: multi-byte UTF-8 round-trips, one id per code point") {
   temp_dir dir;
+  REQUIRE(!dir.path.empty());
   const std::string text = "héllo wörld — ✓ 𝄞\n";  // 2-, 3- and 4-byte sequences
   const mp::text_corpus c = corpus_of(dir, text);
   CHECK(c.character_count == 18);
@@ -117,6 +107,7 @@ TEST_CASE("read_text: multi-byte UTF-8 round-trips, one id per code point") {
 
 TEST_CASE("vocab_size pads the alphabet to a multiple of pad_to; padding decodes to U+FFFD") {
   temp_dir dir;
+  REQUIRE(!dir.path.empty());
   const std::string letters = "abcdefghijklmnopq";
   for (std::size_t k = 1; k <= letters.size(); ++k) {
     CAPTURE(k);
@@ -145,6 +136,7 @@ TEST_CASE("vocab_size pads the alphabet to a multiple of pad_to; padding decodes
 
 TEST_CASE("the validation part is the last floor(n * fraction) characters") {
   temp_dir dir;
+  REQUIRE(!dir.path.empty());
   std::string text;
   for (int i = 0; i < 1000; ++i) text += static_cast<char>('a' + (i * 7) % 26);
   for (const double fraction : {0.05, 0.1, 0.333, 0.5, 0.999}) {
@@ -168,8 +160,49 @@ TEST_CASE("the validation part is the last floor(n * fraction) characters") {
   CHECK(m.decode(m.validation_ids) == "✓✓✓");
 }
 
+TEST_CASE("validation_block: every k-th block held out, spread over the whole text") {
+  temp_dir dir;
+  REQUIRE(!dir.path.empty());
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text += static_cast<char>('a' + (i * 7 + i / 26) % 26);
+  for (const double fraction : {0.05, 0.1, 0.25, 0.3}) {
+    for (const std::size_t block : {1, 7, 10, 33}) {
+      CAPTURE(fraction);
+      CAPTURE(block);
+      mp::text_options o = small(fraction);
+      o.validation_block = block;
+      const mp::text_corpus c = corpus_of(dir, text, o);
+      // the reference: block j is held out when floor((j + 1) f) > floor(j f)
+      std::string train, validation;
+      for (std::size_t j = 0; j * block < text.size(); ++j) {
+        const bool held = std::floor(static_cast<double>(j + 1) * fraction) >
+                          std::floor(static_cast<double>(j) * fraction);
+        (held ? validation : train) += text.substr(j * block, block);
+      }
+      CHECK(c.decode(c.validation_ids) == validation);
+      CHECK(c.decode(c.train_ids) == train);
+      CHECK(c.character_count == 1000);
+      // about the fraction, to within one block
+      const double held = static_cast<double>(c.validation_ids.size());
+      CHECK(std::abs(held - 1000 * fraction) <= static_cast<double>(block));
+    }
+  }
+  // at 5% with blocks of 10: blocks 19, 39, ..., 99 (characters 190-199, ...)
+  mp::text_options o = small(0.05);
+  o.validation_block = 10;
+  const mp::text_corpus c = corpus_of(dir, text, o);
+  CHECK(c.validation_ids.size() == 50);
+  CHECK(c.decode(std::vector<std::int32_t>(c.validation_ids.begin(), c.validation_ids.begin() + 10)) ==
+        text.substr(190, 10));
+  // a block longer than the text: block 0 is not held out, so nothing is; an error naming it
+  o.validation_block = 5000;
+  CHECK(read_throws(dir / "corpus.txt", o,
+                    {"too short to split", "validation_block = 5000"}));
+}
+
 TEST_CASE("read_text reads the same corpus twice; equal files give equal corpora") {
   temp_dir dir;
+  REQUIRE(!dir.path.empty());
   const std::string text = "And God said, Let there be light: and there was light.\n";
   write_file(dir / "a.txt", text);
   write_file(dir / "b.txt", text);
@@ -274,6 +307,7 @@ TEST_CASE("evaluation_starts: non-overlapping windows tiling the text, or spread
 
 TEST_CASE("read_text: a missing file names itself, the Debian packages and the command") {
   temp_dir dir;
+  REQUIRE(!dir.path.empty());
   const std::string path = dir / "kjv.txt";
   CHECK(read_throws(path, {},
                     {"meshpp::read_text: ", path + ": no such file.",
@@ -284,6 +318,7 @@ TEST_CASE("read_text: a missing file names itself, the Debian packages and the c
 
 TEST_CASE("read_text: directories, unreadable, empty and short files throw") {
   temp_dir dir;
+  REQUIRE(!dir.path.empty());
   CHECK(read_throws(dir.path.string(), {}, {dir.path.string() + ": is a directory, not a text"}));
 
   const std::string empty = dir / "empty.txt";
@@ -315,6 +350,7 @@ TEST_CASE("read_text: directories, unreadable, empty and short files throw") {
 
 TEST_CASE("read_text: bad options throw, naming the option") {
   temp_dir dir;
+  REQUIRE(!dir.path.empty());
   const std::string path = dir / "fine.txt";
   write_file(path, "abcdefgh");
   for (const double fraction : {0.0, 1.0, -0.5, 1.5}) {
@@ -332,6 +368,7 @@ TEST_CASE("read_text: bad options throw, naming the option") {
 
 TEST_CASE("read_text: invalid UTF-8 throws with its byte offset, line and bytes") {
   temp_dir dir;
+  REQUIRE(!dir.path.empty());
   const std::string path = dir / "bad.txt";
   struct bad_case {
     std::string text;
@@ -364,6 +401,7 @@ TEST_CASE("read_text: invalid UTF-8 throws with its byte offset, line and bytes"
 
 TEST_CASE("encode: a character not in the alphabet, or invalid UTF-8, throws naming it") {
   temp_dir dir;
+  REQUIRE(!dir.path.empty());
   const mp::text_corpus c = corpus_of(dir, "héllo world\n");
   CHECK(throws([&] { (void)c.encode("hé☺"); },
                {"meshpp::text_corpus::encode: U+263A '☺' (character 2, byte offset 3 of the "

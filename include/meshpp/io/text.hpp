@@ -12,8 +12,12 @@
 // is its index there. vocab_size() pads the alphabet to a multiple of text_options::pad_to
 // (8: the vocab dim then splits over 1, 2, 4 or 8 ranks); encode never produces the padding
 // ids, and decode turns them into U+FFFD (the replacement character), since a model with
-// vocab_size() outputs can sample them. The last validation_fraction of the characters is
-// the validation part: held out, contiguous, never drawn for training.
+// vocab_size() outputs can sample them. A validation_fraction of the characters is the
+// validation part, held out, never drawn for training: by default the last characters, in one
+// piece; with text_options::validation_block = B, blocks of B characters spread over the whole
+// text (block j is held out when floor((j + 1) f) > floor(j f), f the fraction: every 20th at
+// 5%), so the held-out text is drawn from every part of it, not only its end. Each part is its
+// blocks joined in order.
 //
 // The default text is the King James Bible of Debian's packages bible-kjv (the program
 // `bible`) and bible-kjv-text (the text), without verse references, one verse a line:
@@ -50,6 +54,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include <boost/mpi/collectives/all_reduce.hpp>
@@ -63,9 +68,12 @@
 namespace meshpp {
 
 /// @brief How load_text splits and pads a text, and how short a text it refuses.
-// text_options{validation_fraction, pad_to, min_characters}
+// text_options{validation_fraction, validation_block, pad_to, min_characters}
 struct text_options {
-  double validation_fraction = 0.05;  // the last 5% of the characters, held out
+  double validation_fraction = 0.05;  // 5% of the characters, held out
+  // 0: the validation part is the last characters, in one piece; B > 0: blocks of B
+  // characters spread evenly over the text (every 20th block at 5%)
+  std::size_t validation_block = 0;
   std::size_t pad_to = 8;             // vocab_size() is a multiple of this
   // Fewer characters than this is an error: such a file is surely not the intended corpus
   // (a failed download or redirect); lower it for tiny texts.
@@ -73,15 +81,15 @@ struct text_options {
 };
 
 /// @brief A text as character ids: its alphabet (sorted distinct code points), the ids of
-/// its training part and of its validation part (the last characters), and the mapping
+/// its training part and of its validation part (held out), and the mapping
 /// between UTF-8 and ids.
 // text_corpus{path, alphabet, pad_to, train_ids, validation_ids, character_count}
 struct text_corpus {
   std::string path;                          // the file it was read from
   std::vector<char32_t> alphabet;            // id -> code point, sorted, distinct
   std::size_t pad_to = 8;                    // vocab_size() is a multiple of this
-  std::vector<std::int32_t> train_ids;       // the first characters
-  std::vector<std::int32_t> validation_ids;  // the last validation_fraction of them
+  std::vector<std::int32_t> train_ids;       // the characters not held out, in order
+  std::vector<std::int32_t> validation_ids;  // the held-out validation_fraction of them
   std::size_t character_count = 0;           // train_ids.size() + validation_ids.size()
 
   // vocab_size(): alphabet.size() rounded up to a multiple of pad_to; ids at or above
@@ -312,7 +320,23 @@ inline text_corpus read_text(const char* who, const std::string& path,
     }
     seen[c] = true;
   }
-  const auto validation = static_cast<std::size_t>(std::floor(static_cast<double>(n) * fraction));
+  // the held-out characters: [begin, end) ranges, in order
+  std::vector<std::pair<std::size_t, std::size_t>> held;
+  std::size_t validation = 0;
+  if (options.validation_block == 0) {
+    validation = static_cast<std::size_t>(std::floor(static_cast<double>(n) * fraction));
+    held.emplace_back(n - validation, n);
+  } else {
+    const std::size_t b = options.validation_block;
+    for (std::size_t j = 0; j * b < n; ++j) {
+      const double before = std::floor(static_cast<double>(j) * fraction);
+      const double after = std::floor(static_cast<double>(j + 1) * fraction);
+      if (after > before) {
+        held.emplace_back(j * b, std::min(n, (j + 1) * b));
+        validation += held.back().second - held.back().first;
+      }
+    }
+  }
   if (n < options.min_characters) {
     text_fail(who, path, "too short: ", n, " characters (", bytes.size(),
               " bytes), fewer than min_characters = ", options.min_characters);
@@ -320,7 +344,10 @@ inline text_corpus read_text(const char* who, const std::string& path,
   if (validation == 0 || validation == n) {
     text_fail(who, path, "too short to split: ", n, " characters leave ", n - validation,
               " for training and ", validation,
-              " for validation at validation_fraction = ", number_text(fraction));
+              " for validation at validation_fraction = ", number_text(fraction),
+              options.validation_block
+                  ? " and validation_block = " + std::to_string(options.validation_block)
+                  : std::string());
   }
 
   text_corpus out;
@@ -338,9 +365,16 @@ inline text_corpus read_text(const char* who, const std::string& path,
     decode_utf8(bytes, at, c);
     ids.push_back(id_of(out.alphabet, c));
   }
-  const auto split = ids.begin() + static_cast<std::ptrdiff_t>(n - validation);
-  out.train_ids.assign(ids.begin(), split);
-  out.validation_ids.assign(split, ids.end());
+  out.train_ids.reserve(n - validation);
+  out.validation_ids.reserve(validation);
+  std::size_t from = 0;
+  const auto at = [&](std::size_t i) { return ids.begin() + static_cast<std::ptrdiff_t>(i); };
+  for (const auto& [begin, end] : held) {
+    out.train_ids.insert(out.train_ids.end(), at(from), at(begin));
+    out.validation_ids.insert(out.validation_ids.end(), at(begin), at(end));
+    from = end;
+  }
+  out.train_ids.insert(out.train_ids.end(), at(from), at(n));
   return out;
 }
 
