@@ -8,6 +8,7 @@
 //   stop_gradient  f(x, stop_gradient(c(x))) has the gradient of f(x, c) with c held at c(x)
 //                  (the central differences are taken with c held), for c = softmax and a
 //                  maximum
+//   softmax(x, mask) the same with the mask inside softmax (one step): equal to the where form
 // (softmax's own gradients: grad_softmax.cpp; where's: grad_softmax_where.cpp.)
 #include <algorithm>
 #include <cmath>
@@ -60,6 +61,17 @@ void check_masked(const Mesh& m) {
   CHECK_ALL_RANKS(weights_match);
   CHECK_ALL_RANKS(zero_where_masked);
   CHECK_ALL_RANKS(all_finite(G));
+
+  // softmax<hidden>(x, mask), the mask inside softmax as attention applies it: its gradient
+  // by central differences, and its value and gradient those of the where form above exactly
+  // (the same arithmetic), plain and traced
+  check("softmax<hidden>(x, mask)", x,
+        [&](const auto& t) { return weighted_sum(mp::softmax<hidden>(t, mask)); });
+  const auto fused = mp::softmax<hidden>(xt, mask);
+  const auto [fused_g] = mp::gradients(weighted_sum(fused), xt);
+  CHECK_ALL_RANKS(meshpp_test::max_abs_difference(fused.value(), p.value()) == 0);
+  CHECK_ALL_RANKS(meshpp_test::max_abs_difference(fused_g, g) == 0);
+  CHECK_ALL_RANKS(meshpp_test::max_abs_difference(mp::softmax<hidden>(x, mask), p.value()) == 0);
 }
 
 template <class Mesh>

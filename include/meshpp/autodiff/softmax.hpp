@@ -2,6 +2,7 @@
 // tensors, and their gradients; argmax<Dim> of a traced tensor (a plain result).
 //
 //   auto p = mp::softmax<memory_length>(mp::where(causal, scores, -inf));   // recorded
+//   auto q = mp::softmax<memory_length>(scores, causal);   // the same, one step, no where step
 //
 // Forward: exactly the plain operation (ops/softmax.hpp). Backward, from the output's gradient g:
 //   softmax       dx = y (g - sum_Dim g y)       one reduce_sum over Dim: an allreduce over the
@@ -29,10 +30,31 @@ template <class T>
 void softmax_backward_rows(const T* y, const T* g, T* dx, std::size_t rows, std::size_t n) {
   for (std::size_t r = 0; r < rows; ++r) {
     const std::size_t at = r * n;
-    T dot = 0;
-    for (std::size_t j = 0; j < n; ++j) dot += g[at + j] * y[at + j];
+    const T dot = row_dot(g + at, y + at, n);
     for (std::size_t j = 0; j < n; ++j) dx[at + j] = y[at + j] * (g[at + j] - dot);
   }
+}
+}  // namespace detail
+
+namespace detail {
+// softmax_backward<Dim, A>(ha): the backward step of y = softmax<Dim>(x), x = ha's value:
+// dx = y (g - sum_Dim g y); masked entries (y = 0) get 0 with no step of their own
+template <class Dim, class A, class H>
+auto softmax_backward(H ha) {
+  return [ha](const A& out, const A& g) {
+    if (!ha->wanted) return;
+    if constexpr (rowwise_softmax_v<Dim, A>) {
+      A dx(out.mesh(), out.sizes(), A::uninitialized);
+      const std::size_t n = out.local().shape()[A::rank - 1];
+      if (n > 0) {
+        softmax_backward_rows(out.local().data(), g.local().data(), dx.local().data(),
+                              out.local().size() / n, n);
+      }
+      ha->accumulate(std::move(dx));
+    } else {
+      ha->accumulate(out * (g - reduce_sum<Dim>(g * out)));
+    }
+  };
 }
 }  // namespace detail
 
@@ -41,23 +63,18 @@ template <class Dim, class A>
 auto softmax(const traced<A>& a) {
   auto ha = a.node();
   A y = softmax<Dim>(ha->value);
-  return detail::record(
-      std::move(y),
-      [ha](const A& out, const A& g) {
-        if (!ha->wanted) return;
-        if constexpr (detail::rowwise_softmax_v<Dim, A>) {
-          A dx(out.mesh(), out.sizes(), A::uninitialized);
-          const std::size_t n = out.local().shape()[A::rank - 1];
-          if (n > 0) {
-            detail::softmax_backward_rows(out.local().data(), g.local().data(), dx.local().data(),
-                                          out.local().size() / n, n);
-          }
-          ha->accumulate(std::move(dx));
-        } else {
-          ha->accumulate(out * (g - reduce_sum<Dim>(g * out)));
-        }
-      },
-      ha);
+  return detail::record(std::move(y), detail::softmax_backward<Dim, A>(ha), ha);
+}
+
+// softmax<Dim>(x, mask) of a traced x and a plain bool mask: softmax<Dim>(where(mask, x, -inf))
+// as one recorded step (the masked entries' gradient is 0 through y = 0: no where step, no
+// pass of its own over x's gradient)
+template <class Dim, class A, class M>
+requires is_expression_v<M>
+auto softmax(const traced<A>& a, const M& mask) {
+  auto ha = a.node();
+  A y(softmax<Dim>(ha->value, mask));
+  return detail::record(std::move(y), detail::softmax_backward<Dim, A>(ha), ha);
 }
 
 // log_softmax<Dim>(x) of a traced x

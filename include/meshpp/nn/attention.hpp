@@ -13,7 +13,7 @@
 //   k = einsum(x_m, wk[Model, Heads, Key])                  [X, Heads, Memory, Key]
 //   v = einsum(x_m, wv[Model, Heads, Value])                [X, Heads, Memory, Value]
 //   s = einsum(q, k)                                        [X, Heads, Length, Memory]
-//   p = softmax<Memory>(causal ? where(memory <= length, s, -inf) : s), then dropout
+//   p = softmax<Memory>(s, memory <= length) (causal; else softmax<Memory>(s)), then dropout
 //   o = einsum(p, v)                                        [X, Heads, Length, Value]
 //   y = einsum(o, wo[Heads, Value, Model])                  [x's dims]
 // Communication, as the layouts imply (the paper's model-parallel layout splits Heads over cols,
@@ -130,7 +130,8 @@ class multihead_attention {
     const auto k = einsum<k_shape>(xm, wk_);
     const auto v = einsum<v_shape>(xm, wv_);
     auto s = einsum<s_shape>(q, k);
-    auto p = softmax<Memory>(masked(s));
+    // the causal mask applied inside softmax: one recorded step, no pass of its own
+    auto p = options_.causal ? softmax<Memory>(s, causal_mask(s.value())) : softmax<Memory>(s);
     if (options_.dropout > 0 && !inference) {
       p = dropout(p, options_.dropout, seed_, step_++);
     }
@@ -163,13 +164,6 @@ class multihead_attention {
   bool inference = false;
 
  private:
-  // the scores with the causal mask applied (or as they are)
-  template <class S>
-  auto masked(const S& s) const {
-    if (!options_.causal) return s;
-    return S(where(causal_mask(s.value()), s, -std::numeric_limits<T>::infinity()));
-  }
-
   // glorot<W>(mesh, sizes, seed): U(-l, l), l = sqrt(6 / (fan_in + fan_out)); the fan-in is
   // the size of the dims W shares with x's side (Model for wq, wk, wv; Heads x Value for wo)
   template <class W, class... E>

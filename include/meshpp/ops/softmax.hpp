@@ -2,6 +2,7 @@
 // a named dim, numerically stable, the dim split or not.
 //
 //   auto p   = mp::softmax<memory_length>(scores);        // same dims and layout as scores
+//   auto pc  = mp::softmax<memory_length>(scores, causal); // 0 where the bool mask is false
 //   auto lp  = mp::log_softmax<vocab>(logits);
 //   auto lse = mp::logsumexp<vocab>(logits);              // [batch, length]: vocab reduced out
 //   auto ids = mp::argmax<vocab>(logits);                 // int32 [batch, length]
@@ -71,21 +72,59 @@ inline constexpr bool rowwise_softmax_v =
     index_of_v<typename Tensor::shape_type, Dim> + 1 == Tensor::shape_type::rank &&
     !is_split_in_v<typename Tensor::layout_type, Dim>;
 
-// softmax_rows(data, rows, n): softmax of each contiguous row of n elements, in place
+// row_max(x, n), row_dot(a, b, n): the maximum of a row, and the sum of a row's products, in
+// 8 lanes of partial results combined at the end, so that the compiler vectorizes them
+// without licence to reorder floating-point sums (-ffast-math); each is the same for the same
+// row on every rank and layout
+inline constexpr std::size_t row_lanes = 8;
+template <class T>
+T row_max(const T* x, std::size_t n) {
+  T lane[row_lanes];
+  for (auto& l : lane) l = -std::numeric_limits<T>::infinity();
+  std::size_t j = 0;
+  for (; j + row_lanes <= n; j += row_lanes)
+    for (std::size_t k = 0; k < row_lanes; ++k) lane[k] = x[j + k] > lane[k] ? x[j + k] : lane[k];
+  T m = -std::numeric_limits<T>::infinity();
+  for (const T l : lane) m = l > m ? l : m;
+  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
+  return m;
+}
+template <class T>
+T row_dot(const T* a, const T* b, std::size_t n) {
+  T lane[row_lanes] = {};
+  std::size_t j = 0;
+  for (; j + row_lanes <= n; j += row_lanes)
+    for (std::size_t k = 0; k < row_lanes; ++k) lane[k] += a[j + k] * b[j + k];
+  T sum = 0;
+  for (const T l : lane) sum += l;
+  for (; j < n; ++j) sum += a[j] * b[j];
+  return sum;
+}
+
+// softmax_rows(data, rows, n): softmax of each contiguous row of n elements, in place; each
+// row's passes run while it is in cache
 template <class T>
 void softmax_rows(T* data, std::size_t rows, std::size_t n) {
   for (std::size_t r = 0; r < rows; ++r) {
     T* x = data + r * n;
-    T m = -std::numeric_limits<T>::infinity();
-    for (std::size_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
+    T m = row_max(x, n);
     if (!std::isfinite(m)) m = T(0);
+    T lane[row_lanes] = {};
+    std::size_t j = 0;
+    for (; j + row_lanes <= n; j += row_lanes) {
+      for (std::size_t k = 0; k < row_lanes; ++k) {
+        x[j + k] = std::exp(x[j + k] - m);
+        lane[k] += x[j + k];
+      }
+    }
     T sum = 0;
-    for (std::size_t j = 0; j < n; ++j) {
+    for (const T l : lane) sum += l;
+    for (; j < n; ++j) {
       x[j] = std::exp(x[j] - m);
       sum += x[j];
     }
     const T scale = T(1) / sum;
-    for (std::size_t j = 0; j < n; ++j) x[j] *= scale;
+    for (j = 0; j < n; ++j) x[j] *= scale;
   }
 }
 
@@ -141,6 +180,17 @@ auto softmax(const E& e) {
     }
     return y;
   }
+}
+
+// softmax<Dim>(x, mask): the softmax over Dim of x's entries where mask is true, 0 where it is
+// false: softmax<Dim>(where(mask, x, -inf)) with the mask applied as the operand is read (one
+// pass; the mask broadcasts by name, e.g. a causal [memory_length, length] over the scores
+// [batch, heads, length, memory_length]); x's dims and layout. A row masked whole gives NaN.
+template <class Dim, class E, class M>
+requires is_expression_v<E> && is_expression_v<M>
+auto softmax(const E& e, const M& mask) {
+  using T = typename E::value_type;
+  return softmax<Dim>(where(mask, e, -std::numeric_limits<T>::infinity()));
 }
 
 // log_softmax<Dim>(x): x - logsumexp<Dim>(x); x's dims and layout
