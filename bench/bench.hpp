@@ -41,17 +41,19 @@ inline double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// reps_for(seconds_per_call): enough repetitions for about half a second per side, 5..200
-inline int reps_for(double seconds_per_call) {
-  const int r = static_cast<int>(0.5 / std::max(seconds_per_call, 1e-7));
+// reps_for(seconds_per_call, seconds): enough repetitions for about `seconds` per side, 5..200
+inline int reps_for(double seconds_per_call, double seconds = 0.5) {
+  const int r = static_cast<int>(seconds / std::max(seconds_per_call, 1e-7));
   return std::clamp(r, 5, 200);
 }
 
+// compare(comm, meshpp, baseline, seconds = 0.5): about `seconds` of repetitions per side
 template <class M, class B>
-times compare(const boost::mpi::communicator& comm, M&& meshpp, B&& baseline) {
+times compare(const boost::mpi::communicator& comm, M&& meshpp, B&& baseline,
+              double seconds = 0.5) {
   // warm up both (page faults, BLAS buffers, MPI connections), then size the run
   const double once = std::max(timed(comm, meshpp), timed(comm, baseline));
-  const int reps = reps_for(once);
+  const int reps = reps_for(once, seconds);
   std::vector<double> a, b;
   for (int i = 0; i < reps; ++i) {
     a.push_back(timed(comm, meshpp));

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "arguments.hpp"
 #include "bench.hpp"
 #include "transformer.hpp"
 
@@ -84,7 +85,8 @@ void bench_layout(const Mesh& mesh, const tx::options& o) {
   };
   const double model_flops = 3 * forward_flops(o, vocab_size);
   sgemm_flops gemm(model_flops / mesh.world().size());
-  const auto t = bench::compare(mesh.world(), step, [&] { gemm.run(); });
+  // a step takes about 0.1 to 0.2 s on 2 cores: 3 s a side gives 15 to 30 alternations
+  const auto t = bench::compare(mesh.world(), step, [&] { gemm.run(); }, 3.0);
   const std::string name = o.layout + " layers " + std::to_string(o.layers) + " d_model " +
                            std::to_string(o.d_model) + " batch " + std::to_string(o.batch) +
                            " seq " + std::to_string(o.seq);
@@ -100,28 +102,22 @@ void bench_layout(const Mesh& mesh, const tx::options& o) {
   }
 }
 
-std::array<int, 2> squarest(int n) {
-  int r = 1;
-  for (int f = 1; f * f <= n; ++f)
-    if (n % f == 0) r = f;
-  return {r, n / r};
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   tx::options o;
   std::vector<std::string> layouts;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--layout") layouts.push_back(v);
-    else if (a == "--batch") o.batch = std::stoul(v);
-    else if (a == "--seq") o.seq = std::stoul(v);
-    else if (a == "--layers") o.layers = std::stoul(v);
-    else if (a == "--d-model") o.d_model = std::stoul(v);
-    else if (a == "--heads") o.heads = std::stoul(v);
-    else if (a == "--d-ff") o.d_ff = std::stoul(v);
+  examples::arguments args("bench/transformer", argc, argv);
+  while (args.next()) {
+    if (args.is("--layout")) layouts.push_back(args.text());
+    else if (args.is("--batch")) o.batch = args.count();
+    else if (args.is("--seq")) o.seq = args.count();
+    else if (args.is("--layers")) o.layers = args.count();
+    else if (args.is("--d-model")) o.d_model = args.count();
+    else if (args.is("--heads")) o.heads = args.count();
+    else if (args.is("--d-ff")) o.d_ff = args.count();
+    else args.unknown();
   }
   if (layouts.empty()) layouts = {"data", "model", "data+model"};
   const boost::mpi::communicator world;
@@ -132,7 +128,10 @@ int main(int argc, char** argv) {
       bench_layout(mesh_data({n}), o);
     else if (layout == "model")
       bench_layout(mesh_model({n}), o);
+    else if (layout == "data+model")
+      bench_layout(mesh_data_model(mp::balanced_grid<2>(n)), o);
     else
-      bench_layout(mesh_data_model(squarest(n)), o);
+      throw mp::error("bench/transformer: --layout must be data, model or data+model, not '" +
+                      layout + "'");
   }
 }

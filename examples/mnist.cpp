@@ -29,6 +29,8 @@
 // and picks the layout.
 #include "mnist.hpp"
 
+#include "arguments.hpp"
+
 #include <array>
 #include <string>
 
@@ -36,45 +38,29 @@ namespace {
 
 options parse(int argc, char** argv) {
   options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto text = [&]() -> std::string {
-      if (i + 1 >= argc) throw mp::error("mnist: " + a + " needs a value");
-      return argv[++i];
-    };
-    auto count = [&]() -> std::size_t {
-      const std::string v = text();
-      std::size_t used = 0;
-      unsigned long long x = 0;
-      try {
-        x = std::stoull(v, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != v.size() || v.empty() || v[0] == '-')
-        throw mp::error("mnist: " + a + " needs a non-negative integer, not '" + v + "'");
-      return static_cast<std::size_t>(x);
-    };
+  examples::arguments args("mnist", argc, argv);
+  while (args.next()) {
+    const std::string& a = args.option();
     if (a == "--data")
-      o.data = text();
+      o.data = args.text();
     else if (a == "--layout")
-      o.layout = text();
+      o.layout = args.text();
     else if (a == "--optimizer")
-      o.optimizer = text();
+      o.optimizer = args.text();
     else if (a == "--learning-rate")
-      o.learning_rate = std::stod(text());
+      o.learning_rate = args.real();
     else if (a == "--batch")
-      o.batch = count();
+      o.batch = args.count();
     else if (a == "--hidden")
-      o.hidden = count();
+      o.hidden = args.count();
     else if (a == "--epochs")
-      o.epochs = count();
+      o.epochs = args.count();
     else if (a == "--steps")
-      o.steps = count();
+      o.steps = args.count();
     else if (a == "--log-every")
-      o.log_every = count();
+      o.log_every = args.count();
     else if (a == "--seed")
-      o.seed = count();
+      o.seed = args.count();
     else if (a == "--json")
       o.json = true;
     else if (a == "--help") {
@@ -84,7 +70,7 @@ options parse(int argc, char** argv) {
           "             [--log-every N] [--seed S] [--json]\n");
       std::exit(0);
     } else {
-      throw mp::error("mnist: unknown argument '" + a + "' (try --help)");
+      args.unknown();
     }
   }
   if (o.layout != "data" && o.layout != "model" && o.layout != "data+model")
@@ -94,14 +80,6 @@ options parse(int argc, char** argv) {
   if (o.batch == 0 || o.hidden == 0 || o.log_every == 0)
     throw mp::error("mnist: --batch, --hidden and --log-every must be positive");
   return o;
-}
-
-// rows x cols = n, as square as possible
-std::array<int, 2> squarest(int n) {
-  int r = 1;
-  for (int f = 1; f * f <= n; ++f)
-    if (n % f == 0) r = f;
-  return {r, n / r};
 }
 
 }  // namespace
@@ -120,7 +98,7 @@ int main(int argc, char** argv) {
     } else if (o.layout == "model") {
       train(mesh_model({n}), data, o);
     } else {
-      train(mesh_data_model(squarest(n)), data, o);
+      train(mesh_data_model(mp::balanced_grid<2>(n)), data, o);
     }
   } catch (const mp::error& e) {
     // every rank threw (before any rank went on); each says why, since only the rank that met

@@ -15,14 +15,16 @@
 //
 //   mpiexec -n 2 build/examples/transformer --layout data
 //   [--data FILE] [--layers 2] [--d-model 128] [--heads 4] [--d-ff 512] [--seq 128]
-//   [--batch 32] [--steps 1500] [--warmup 100] [--learning-rate 2e-3] [--optimizer adam|sgd]
-//   [--eval-windows 512] [--prompt TEXT] [--sample-length 200] [--temperature 0.8] [--seed 1]
+//   [--batch 32] [--steps 3000] [--warmup 100] [--learning-rate 2e-3] [--optimizer adam|sgd]
+//   [--eval-windows 512] [--validation-block 16384] [--prompt TEXT] [--sample-length 200]
+//   [--temperature 0.8] [--seed 1]
 //   [--log-every 50] [--json]
 //
 // Data: any UTF-8 text (--data), by default the King James Bible that the build writes from
-// Debian's bible-kjv-text (build/data/kjv.txt); its last 5% is held out for validation. Every
-// rank reads the file; each builds only its own slice of each batch, from the global index,
-// so the windows drawn and the initial weights are the same under every layout and rank count.
+// Debian's bible-kjv-text (build/data/kjv.txt); 5% is held out for validation, every 20th block
+// of --validation-block characters (0: the last 5%). Every rank reads the file; each builds
+// only its own slice of each batch, from the global index, so the windows drawn and the
+// initial weights are the same under every layout and rank count.
 //
 // Output (rank 0): a progress line every --log-every steps (step, loss, bits per character,
 // tokens/s); at the end the validation bits per character and a sample of --sample-length
@@ -34,6 +36,8 @@
 // reads the options and picks the layout.
 #include "transformer.hpp"
 
+#include "arguments.hpp"
+
 #include <array>
 #include <string>
 
@@ -43,67 +47,40 @@ using transformer_example::options;
 
 options parse(int argc, char** argv) {
   options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto text = [&]() -> std::string {
-      if (i + 1 >= argc) throw mp::error("transformer: " + a + " needs a value");
-      return argv[++i];
-    };
-    auto count = [&]() -> std::size_t {
-      const std::string v = text();
-      std::size_t used = 0;
-      unsigned long long x = 0;
-      try {
-        x = std::stoull(v, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != v.size() || v.empty() || v[0] == '-')
-        throw mp::error("transformer: " + a + " needs a non-negative integer, not '" + v + "'");
-      return static_cast<std::size_t>(x);
-    };
-    auto real = [&]() -> double {
-      const std::string v = text();
-      std::size_t used = 0;
-      double x = 0;
-      try {
-        x = std::stod(v, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != v.size() || v.empty() || !std::isfinite(x))
-        throw mp::error("transformer: " + a + " needs a number, not '" + v + "'");
-      return x;
-    };
-    if (a == "--data") o.data = text();
-    else if (a == "--layout") o.layout = text();
-    else if (a == "--optimizer") o.optimizer = text();
-    else if (a == "--layers") o.layers = count();
-    else if (a == "--d-model") o.d_model = count();
-    else if (a == "--heads") o.heads = count();
-    else if (a == "--d-ff") o.d_ff = count();
-    else if (a == "--seq") o.seq = count();
-    else if (a == "--batch") o.batch = count();
-    else if (a == "--steps") o.steps = count();
-    else if (a == "--warmup") o.warmup = count();
-    else if (a == "--learning-rate") o.learning_rate = real();
-    else if (a == "--eval-windows") o.eval_windows = count();
-    else if (a == "--prompt") o.prompt = text();
-    else if (a == "--sample-length") o.sample_length = count();
-    else if (a == "--temperature") o.temperature = real();
-    else if (a == "--seed") o.seed = count();
-    else if (a == "--log-every") o.log_every = count();
+  examples::arguments args("transformer", argc, argv);
+  while (args.next()) {
+    const std::string& a = args.option();
+    if (a == "--data") o.data = args.text();
+    else if (a == "--layout") o.layout = args.text();
+    else if (a == "--optimizer") o.optimizer = args.text();
+    else if (a == "--layers") o.layers = args.count();
+    else if (a == "--d-model") o.d_model = args.count();
+    else if (a == "--heads") o.heads = args.count();
+    else if (a == "--d-ff") o.d_ff = args.count();
+    else if (a == "--seq") o.seq = args.count();
+    else if (a == "--batch") o.batch = args.count();
+    else if (a == "--steps") o.steps = args.count();
+    else if (a == "--warmup") o.warmup = args.count();
+    else if (a == "--learning-rate") o.learning_rate = args.real();
+    else if (a == "--eval-windows") o.eval_windows = args.count();
+    else if (a == "--validation-block") o.validation_block = args.count();
+    else if (a == "--prompt") o.prompt = args.text();
+    else if (a == "--sample-length") o.sample_length = args.count();
+    else if (a == "--temperature") o.temperature = args.real();
+    else if (a == "--seed") o.seed = args.count();
+    else if (a == "--log-every") o.log_every = args.count();
     else if (a == "--json") o.json = true;
     else if (a == "--help") {
       std::printf(
           "usage: transformer [--layout data|model|data+model] [--data FILE] [--layers N]\n"
           "                   [--d-model N] [--heads N] [--d-ff N] [--seq N] [--batch N]\n"
           "                   [--steps N] [--warmup N] [--learning-rate X] [--optimizer adam|sgd]\n"
-          "                   [--eval-windows N] [--prompt TEXT] [--sample-length N]\n"
-          "                   [--temperature X] [--seed S] [--log-every N] [--json]\n");
+          "                   [--eval-windows N] [--validation-block N] [--prompt TEXT]\n"
+          "                   [--sample-length N] [--temperature X] [--seed S] [--log-every N]\n"
+          "                   [--json]\n");
       std::exit(0);
     } else {
-      throw mp::error("transformer: unknown argument '" + a + "' (try --help)");
+      args.unknown();
     }
   }
   if (o.layout != "data" && o.layout != "model" && o.layout != "data+model")
@@ -125,14 +102,6 @@ options parse(int argc, char** argv) {
   return o;
 }
 
-// rows x cols = n, as square as possible
-std::array<int, 2> squarest(int n) {
-  int r = 1;
-  for (int f = 1; f * f <= n; ++f)
-    if (n % f == 0) r = f;
-  return {r, n / r};
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -140,7 +109,8 @@ int main(int argc, char** argv) {
   try {
     const options o = parse(argc, argv);  // the same arguments, so the same verdict, everywhere
     const boost::mpi::communicator world;
-    const auto text = mp::load_text(world, o.data);
+    const auto text =
+        mp::load_text(world, o.data, mp::text_options{.validation_block = o.validation_block});
     if (text.train_ids.size() <= o.seq + 1)
       throw mp::error("transformer: the training text is shorter than one window (--seq + 1)");
     const int n = world.size();
@@ -149,7 +119,7 @@ int main(int argc, char** argv) {
     } else if (o.layout == "model") {
       transformer_example::run(mesh_model({n}), text, o);
     } else {
-      transformer_example::run(mesh_data_model(squarest(n)), text, o);
+      transformer_example::run(mesh_data_model(mp::balanced_grid<2>(n)), text, o);
     }
   } catch (const mp::error& e) {
     // every rank threw (before any rank went on); each says why

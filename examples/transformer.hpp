@@ -45,9 +45,12 @@ struct options {
   std::string layout = "data";
   std::string optimizer = "adam";
   std::size_t layers = 2, d_model = 128, heads = 4, d_ff = 512, seq = 128, batch = 32;
-  std::size_t steps = 1500, warmup = 100, log_every = 50;
+  std::size_t steps = 3000, warmup = 100, log_every = 50;
   double learning_rate = 2e-3;  // the peak, after warmup; cosine decay to a tenth at the end
   std::size_t eval_windows = 512;  // validation windows of seq characters (0: none)
+  // the held-out 5%: blocks of this many characters from every part of the text (every 20th
+  // block); 0: the last 5% in one piece
+  std::size_t validation_block = 16384;
   std::string prompt = "And God said";
   std::size_t sample_length = 200;
   double temperature = 0.8;

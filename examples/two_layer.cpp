@@ -4,7 +4,7 @@
 //   []                                   mesh all:n
 //   [batch:all]                          mesh all:n          data-parallel
 //   [hidden:all]                         mesh all:n          model-parallel
-//   [batch:rows, hidden:cols]            squarest rows x cols = n
+//   [batch:rows, hidden:cols]            rows x cols = n, as square as possible
 //   [batch:rows, hidden:cols, io:planes] most cubic rows x cols x planes = n
 //
 // For each it counts the values allreduced per processor (the paper's measure; exact
@@ -20,27 +20,9 @@
 // The program is the same for every layout: only the mesh type changes.
 #include "two_layer.hpp"
 
-#include <array>
+#include "arguments.hpp"
 
-// rows x cols = n, as square as possible; rows x cols x planes = n, as cubic as possible
-std::array<int, 2> squarest(int n) {
-  int r = 1;
-  for (int f = 1; f * f <= n; ++f)
-    if (n % f == 0) r = f;
-  return {r, n / r};
-}
-std::array<int, 3> most_cubic(int n) {
-  std::array<int, 3> best{1, 1, n};
-  for (int a = 1; a * a * a <= n; ++a) {
-    if (n % a) continue;
-    for (int b = a; a * b * b <= n; ++b) {
-      if ((n / a) % b) continue;
-      const int c = n / (a * b);
-      if (c - a < best[2] - best[0]) best = {a, b, c};
-    }
-  }
-  return best;
-}
+#include <array>
 
 template <class Mesh>
 std::string mesh_text(const Mesh& m) {
@@ -78,20 +60,17 @@ void report(const Mesh& mesh, const options& o, const reference* ref) {
 int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::size_t {
-      if (i + 1 >= argc) throw mp::error("two_layer: " + a + " needs a value");
-      return std::stoul(argv[++i]);
-    };
+  examples::arguments args("two_layer", argc, argv);
+  while (args.next()) {
+    const std::string& a = args.option();
     if (a == "--batch")
-      o.b = next();
+      o.b = args.count();
     else if (a == "--io")
-      o.d_io = next();
+      o.d_io = args.count();
     else if (a == "--hidden")
-      o.d_h = next();
+      o.d_h = args.count();
     else if (a == "--reps")
-      o.reps = static_cast<int>(next());
+      o.reps = static_cast<int>(args.count());
     else if (a == "--json")
       o.json = true;
     else if (a == "--autodiff")
@@ -102,7 +81,7 @@ int main(int argc, char** argv) {
           "[--autodiff]\n");
       return 0;
     } else {
-      throw mp::error("two_layer: unknown argument '" + a + "' (try --help)");
+      args.unknown();
     }
   }
   const int n = boost::mpi::communicator().size();
@@ -121,7 +100,7 @@ int main(int argc, char** argv) {
   report(mesh_replicated({n}), o, r);
   report(mesh_data({n}), o, r);
   report(mesh_model({n}), o, r);
-  report(mesh_2d(squarest(n)), o, r);
-  report(mesh_3d(most_cubic(n)), o, r);
+  report(mesh_2d(mp::balanced_grid<2>(n)), o, r);
+  report(mesh_3d(mp::balanced_grid<3>(n)), o, r);
   return 0;
 }
