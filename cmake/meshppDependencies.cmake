@@ -7,6 +7,7 @@ include(CMakeFindDependencyMacro)
 find_dependency(MPI COMPONENTS CXX)
 find_dependency(Boost 1.74 COMPONENTS mpi)
 find_dependency(xtensor)
+find_dependency(xsimd)  # meshpp/ops/softmax.hpp: the vectorized exp of softmax's rows
 find_dependency(xtensor-blas)
 if(NOT DEFINED BLA_VENDOR)
   set(BLA_VENDOR OpenBLAS)  # the reference BLAS is many times slower; override to choose

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "softmax_check.hpp"
 
@@ -240,5 +241,100 @@ TEST_CASE("over a split dim: two allreduces of the reduced slice; over a whole d
       CHECK_ALL_RANKS(communicates(w, [&] { (void)mp::softmax<hidden>(y); }, 0, 0));
       CHECK_ALL_RANKS(communicates(w, [&] { (void)mp::softmax<batch>(y); }, 0, 0));
     }
+  }
+}
+
+TEST_CASE("exp_shifted: float exp within 1.5 ulp of exp on [-87.3, 88.3], 0 below, inf, NaN") {
+  // a million points spread over the range and the neighbourhood of 0 on a log scale, against
+  // exp in double rounded to float; shifted by 0 and by 1 (the shift is subtracted in float
+  // first, as softmax does)
+  std::vector<float> xs;
+  constexpr std::size_t points = 1000003;
+  for (std::size_t i = 0; i <= points; ++i)
+    xs.push_back(-87.33f + (88.37f + 87.33f) * static_cast<float>(i) / float(points));
+  for (float x = 1e-7f; x < 1.0f; x *= 1.001f) {
+    xs.push_back(x);
+    xs.push_back(-x);
+  }
+  xs.push_back(0.0f);
+  for (const float shift : {0.0f, 1.0f}) {
+    std::vector<float> got(xs.begin(), xs.end());
+    mp::detail::exp_shifted(got.data(), got.size(), shift);
+    double worst_ulps = 0;
+    float worst_x = 0;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      if (xs[i] - shift < -87.33f) continue;  // exp subnormal: 0 from xsimd, checked below
+      const double want = std::exp(static_cast<double>(xs[i] - shift));
+      const float rounded = static_cast<float>(want);
+      const double ulp =
+          static_cast<double>(std::nextafter(rounded, std::numeric_limits<float>::infinity())) -
+          static_cast<double>(rounded);
+      const double ulps = std::fabs(static_cast<double>(got[i]) - want) / ulp;
+      if (!(ulps <= worst_ulps)) {
+        worst_ulps = ulps;
+        worst_x = xs[i];
+      }
+    }
+    CAPTURE(shift);
+    CAPTURE(worst_x);
+    CHECK_ALL_RANKS(worst_ulps <= 1.5);
+  }
+  // the special values, each at every position of a batch and in the remainder
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {-inf, -90.0f, 0.0f, inf, std::numeric_limits<float>::quiet_NaN()};
+  for (std::size_t at = 0; at < 19; ++at) {
+    for (const float x : specials) {
+      std::vector<float> v(19, 0.5f);
+      v[at] = x;
+      mp::detail::exp_shifted(v.data(), v.size(), 0.0f);
+      CAPTURE(at);
+      CAPTURE(x);
+      if (std::isnan(x))
+        CHECK_ALL_RANKS(std::isnan(v[at]));
+      else if (x == inf)
+        CHECK_ALL_RANKS(v[at] == inf);
+      else if (x == 0.0f)
+        CHECK_ALL_RANKS(v[at] == 1.0f);
+      else if (x == -inf)
+        CHECK_ALL_RANKS(v[at] == 0.0f);
+      else  // exp(-90) is subnormal: 0 from xsimd, the subnormal from std::exp in the remainder
+        CHECK_ALL_RANKS((v[at] >= 0.0f && v[at] < std::numeric_limits<float>::min()));
+    }
+  }
+  std::vector<double> d{-2.0, 0.0, 1.5};
+  mp::detail::exp_shifted(d.data(), d.size(), 0.5);
+  CHECK_ALL_RANKS((d[0] == std::exp(-2.5) && d[1] == std::exp(-0.5) && d[2] == std::exp(1.0)));
+}
+
+TEST_CASE("softmax over float rows (the vectorized exp): within (4 + |x - max|) eps of a double reference") {
+  // 37 per row: full lanes of 8 and a remainder; values up to +-30 and masked (-inf) entries
+  const auto float_sizes = mp::extents{batch{} = 3, hidden{} = 37};
+  for (const auto& shape : mesh_shapes()) {
+    const replicated_mesh m(shape);
+    const auto x = mp::generate<float, batch, hidden>(m, float_sizes, [](const auto& g) {
+      if (g[1] % 5 == 3) return -std::numeric_limits<float>::infinity();
+      return 30.0f * std::sin(0.7f * static_cast<float>(g[0] * 37 + g[1]));
+    });
+    const auto got = mp::gather(mp::softmax<hidden>(x));
+    const auto in = mp::gather(x);
+    double worst = 0;
+    for (std::size_t b = 0; b < 3; ++b) {
+      double m_row = -std::numeric_limits<double>::infinity(), sum = 0;
+      for (std::size_t h = 0; h < 37; ++h) m_row = std::max(m_row, double(in(b, h)));
+      for (std::size_t h = 0; h < 37; ++h) sum += std::exp(double(in(b, h)) - m_row);
+      for (std::size_t h = 0; h < 37; ++h) {
+        const double want = std::exp(double(in(b, h)) - m_row) / sum;
+        // relative error in units of eps (4 + |x - max|): rounding x - max to float alone
+        // moves exp's result by |x - max| eps / 2 relative, with std::exp as with exp_lane
+        const double shifted = std::fabs(double(in(b, h)) - m_row);
+        const double err = std::fabs(double(got(b, h)) - want) /
+                           std::max(want, double(std::numeric_limits<float>::min())) /
+                           (double(std::numeric_limits<float>::epsilon()) * (4 + shifted));
+        if (!(err <= worst)) worst = err;
+        if (h % 5 == 3) CHECK_ALL_RANKS(got(b, h) == 0.0f);
+      }
+    }
+    CAPTURE(worst);
+    CHECK_ALL_RANKS(worst <= 1.0);
   }
 }
