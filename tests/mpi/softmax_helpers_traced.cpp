@@ -182,6 +182,16 @@ void check_stop_gradient(const Mesh& m) {
   static_assert(std::is_same_v<decltype(mp::stop_gradient(xt)), const double_t2<Mesh>&>);
   CHECK_ALL_RANKS(&mp::stop_gradient(xt) == &xt.value() && &mp::stop_gradient(x) == &x);
   CHECK_ALL_RANKS(agrees(mp::gather(mp::stop_gradient(xt)), whole, 0));
+  // of a temporary: the value by value, which a const reference keeps alive
+  static_assert(std::is_same_v<decltype(mp::stop_gradient(mp::exp(xt))), double_t2<Mesh>>);
+  static_assert(std::is_same_v<decltype(mp::stop_gradient(mp::eval(mp::exp(x)))), double_t2<Mesh>>);
+  {
+    const auto& held = mp::stop_gradient(mp::exp(xt));
+    const auto& plain = mp::stop_gradient(mp::eval(mp::exp(x)));
+    CHECK_ALL_RANKS(agrees(mp::gather(held),
+                           reference::map(whole, [](double v) { return std::exp(v); }), 1e-15));
+    CHECK_ALL_RANKS(agrees(mp::gather(plain), mp::gather(held), 0));
+  }
   // no gradient flows through it: the loss reaches x only through stop_gradient, so x's
   // gradient is zero while the other factor's is exp(x)
   const auto other = mp::trace(mp::random_normal<double, batch, hidden>(m, sizes, 5));

@@ -221,7 +221,8 @@ class no_grad {
 };
 
 // stop_gradient(x): x's value as a constant of the graph: a traced tensor or variable gives its
-// plain value (no copy; gradients do not flow back through it), a plain tensor itself
+// plain value (no copy for a named x; gradients do not flow back through it), a plain tensor
+// itself
 template <class X>
 requires is_traced_v<X> || is_tensor_v<X>
 const auto& stop_gradient(const X& x) {
@@ -229,6 +230,16 @@ const auto& stop_gradient(const X& x) {
     return x.value();
   else
     return x;
+}
+// stop_gradient(temporary): the value by value, so that `const auto& v = stop_gradient(f(x));`
+// does not keep a reference into a temporary that dies with the statement
+template <class X>
+requires(is_traced_v<X> || is_tensor_v<X>) && (!std::is_reference_v<X>)
+auto stop_gradient(X&& x) {
+  if constexpr (is_traced_v<X>)
+    return std::remove_cvref_t<decltype(x.value())>(x.value());
+  else
+    return std::remove_cv_t<X>(std::move(x));
 }
 
 namespace detail {
