@@ -36,8 +36,8 @@ double forward_flops(const tx::options& o, std::size_t vocab_size) {
   const double d = static_cast<double>(o.d_model), f = static_cast<double>(o.d_ff);
   const double per_block = 4 * d * d + 2 * d * f;
   const double products = static_cast<double>(o.layers) * per_block + d * vocab_size;
-  const double attention = 4.0 * tokens * static_cast<double>(o.seq) * d *
-                           static_cast<double>(o.layers);
+  const double attention =
+      4.0 * tokens * static_cast<double>(o.seq) * d * static_cast<double>(o.layers);
   return 2 * tokens * products + attention;
 }
 
@@ -86,7 +86,8 @@ void bench_layout(const Mesh& mesh, const tx::options& o) {
   const double model_flops = 3 * forward_flops(o, vocab_size);
   sgemm_flops gemm(model_flops / mesh.world().size());
   // a step takes about 0.1 to 0.2 s on 2 cores: 3 s a side gives 15 to 30 alternations
-  const auto t = bench::compare(mesh.world(), step, [&] { gemm.run(); }, 3.0);
+  const auto t = bench::compare(
+      mesh.world(), step, [&] { gemm.run(); }, 3.0);
   const std::string name = o.layout + " layers " + std::to_string(o.layers) + " d_model " +
                            std::to_string(o.d_model) + " batch " + std::to_string(o.batch) +
                            " seq " + std::to_string(o.seq);
@@ -96,8 +97,7 @@ void bench_layout(const Mesh& mesh, const tx::options& o) {
         "\"baseline\": \"cblas_sgemm, same FLOPs\", \"baseline_s\": %.6e, \"time_ratio\": %.4f, "
         "\"tokens_per_second\": %.1f, \"model_flops\": %.6e, \"fraction_of_sgemm\": %.4f}\n",
         name.c_str(), mesh.world().size(), t.meshpp_s, t.baseline_s, t.meshpp_s / t.baseline_s,
-        static_cast<double>(o.batch * o.seq) / t.meshpp_s, model_flops,
-        t.baseline_s / t.meshpp_s);
+        static_cast<double>(o.batch * o.seq) / t.meshpp_s, model_flops, t.baseline_s / t.meshpp_s);
     std::fflush(stdout);
   }
 }
@@ -109,15 +109,29 @@ int main(int argc, char** argv) {
   tx::options o;
   std::vector<std::string> layouts;
   examples::arguments args("bench/transformer", argc, argv);
-  while (args.next()) {
-    if (args.is("--layout")) layouts.push_back(args.text());
-    else if (args.is("--batch")) o.batch = args.count();
-    else if (args.is("--seq")) o.seq = args.count();
-    else if (args.is("--layers")) o.layers = args.count();
-    else if (args.is("--d-model")) o.d_model = args.count();
-    else if (args.is("--heads")) o.heads = args.count();
-    else if (args.is("--d-ff")) o.d_ff = args.count();
-    else args.unknown();
+  try {
+    while (args.next()) {
+      if (args.is("--layout"))
+        layouts.push_back(args.choice({"data", "model", "data+model"}));
+      else if (args.is("--batch"))
+        o.batch = args.count();
+      else if (args.is("--seq"))
+        o.seq = args.count();
+      else if (args.is("--layers"))
+        o.layers = args.count();
+      else if (args.is("--d-model"))
+        o.d_model = args.count();
+      else if (args.is("--heads"))
+        o.heads = args.count();
+      else if (args.is("--d-ff"))
+        o.d_ff = args.count();
+      else
+        args.unknown();
+    }
+  } catch (const mp::error& e) {  // every rank reads the same arguments: each says why
+    std::fprintf(stderr, "rank %d: %s\n", boost::mpi::communicator().rank(),
+                 e.what());
+    return 1;
   }
   if (layouts.empty()) layouts = {"data", "model", "data+model"};
   const boost::mpi::communicator world;
@@ -130,8 +144,7 @@ int main(int argc, char** argv) {
       bench_layout(mesh_model({n}), o);
     else if (layout == "data+model")
       bench_layout(mesh_data_model(mp::balanced_grid<2>(n)), o);
-    else
-      throw mp::error("bench/transformer: --layout must be data, model or data+model, not '" +
-                      layout + "'");
+    else  // args.choice let no other name through
+      throw mp::error("bench/transformer: unknown layout '" + layout + "'");
   }
 }

@@ -11,9 +11,11 @@
 //   }
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <exception>
+#include <initializer_list>
 #include <string>
 
 #include <meshpp/core/error.hpp>
@@ -49,7 +51,10 @@ class arguments {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != v.size() || v.empty() || v[0] == '-')
+    const bool digits = !v.empty() && std::all_of(v.begin(), v.end(), [](char ch) {
+      return ch >= '0' && ch <= '9';
+    });
+    if (!digits || used != v.size())
       fail("needs a non-negative integer, not '" + v + "'");
     return static_cast<std::size_t>(x);
   }
@@ -66,6 +71,16 @@ class arguments {
     if (used != v.size() || v.empty() || !std::isfinite(x))
       fail("needs a number, not '" + v + "'");
     return x;
+  }
+  // the option's value, one of `allowed`
+  std::string choice(std::initializer_list<const char*> allowed) {
+    const std::string v = text();
+    std::string names;
+    for (const char* a : allowed) {
+      if (v == a) return v;
+      names += (names.empty() ? "" : ", ") + std::string(a);
+    }
+    fail("must be one of " + names + ", not '" + v + "'");
   }
   // the current option is not one the program knows
   [[noreturn]] void unknown() const {

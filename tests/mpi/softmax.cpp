@@ -325,7 +325,7 @@ TEST_CASE("softmax over float rows (the vectorized exp): within (4 + |x - max|) 
       for (std::size_t h = 0; h < 37; ++h) {
         const double want = std::exp(double(in(b, h)) - m_row) / sum;
         // relative error in units of eps (4 + |x - max|): rounding x - max to float alone
-        // moves exp's result by |x - max| eps / 2 relative, with std::exp as with exp_lane
+        // moves exp's result by |x - max| eps / 2 relative, with std::exp as with exp_shifted
         const double shifted = std::fabs(double(in(b, h)) - m_row);
         const double err = std::fabs(double(got(b, h)) - want) /
                            std::max(want, double(std::numeric_limits<float>::min())) /

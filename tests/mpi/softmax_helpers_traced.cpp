@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include <boost/mpi/collectives/all_reduce.hpp>
 #include <boost/mpi/operations.hpp>
@@ -185,6 +186,8 @@ void check_stop_gradient(const Mesh& m) {
   // of a temporary: the value by value, which a const reference keeps alive
   static_assert(std::is_same_v<decltype(mp::stop_gradient(mp::exp(xt))), double_t2<Mesh>>);
   static_assert(std::is_same_v<decltype(mp::stop_gradient(mp::eval(mp::exp(x)))), double_t2<Mesh>>);
+  static_assert(std::is_same_v<decltype(mp::stop_gradient(std::declval<const double_t2<Mesh>&&>())),
+                               double_t2<Mesh>>);  // a const temporary too
   {
     const auto& held = mp::stop_gradient(mp::exp(xt));
     const auto& plain = mp::stop_gradient(mp::eval(mp::exp(x)));

@@ -197,7 +197,7 @@ TEST_CASE("validation_block: every k-th block held out, spread over the whole te
   // a block longer than the text: block 0 is not held out, so nothing is; an error naming it
   o.validation_block = 5000;
   CHECK(read_throws(dir / "corpus.txt", o,
-                    {"too short to split", "validation_block = 5000"}));
+                    {"too short to split", "validation_block = 5000", "validation_block = 0"}));
 }
 
 TEST_CASE("read_text reads the same corpus twice; equal files give equal corpora") {

@@ -234,9 +234,10 @@ const auto& stop_gradient(const X& x) {
 // stop_gradient(temporary): the value by value, so that `const auto& v = stop_gradient(f(x));`
 // does not keep a reference into a temporary that dies with the statement
 template <class X>
-requires(is_traced_v<X> || is_tensor_v<X>) && (!std::is_reference_v<X>)
+requires(is_traced_v<std::remove_cv_t<X>> || is_tensor_v<std::remove_cv_t<X>>) &&
+        (!std::is_reference_v<X>)
 auto stop_gradient(X&& x) {
-  if constexpr (is_traced_v<X>)
+  if constexpr (is_traced_v<std::remove_cv_t<X>>)
     return std::remove_cvref_t<decltype(x.value())>(x.value());
   else
     return std::remove_cv_t<X>(std::move(x));

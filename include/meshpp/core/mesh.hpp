@@ -251,12 +251,12 @@ template <std::size_t N>
 std::array<int, N> balanced_grid(int ranks) {
   static_assert(N >= 1, "meshpp::balanced_grid<N>: a mesh has at least one dim");
   if (ranks < 1)
-    throw error("balanced_grid: the number of ranks must be at least 1, not " +
+    throw error("meshpp::balanced_grid: the number of ranks must be at least 1, not " +
                 std::to_string(ranks));
   std::array<int, N> best{}, now{};
   best.fill(1);
   best[N - 1] = ranks;
-  // now[0..k) chosen, ascending, with product `made`; the rest must multiply to ranks / made
+  // now[0..k) chosen, ascending; `left` is what now[k..N) must multiply to
   auto search = [&](auto& self, std::size_t k, int least, int left) -> void {
     if (k == N - 1) {
       if (left < least) return;

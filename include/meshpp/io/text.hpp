@@ -68,16 +68,17 @@
 namespace meshpp {
 
 /// @brief How load_text splits and pads a text, and how short a text it refuses.
-// text_options{validation_fraction, validation_block, pad_to, min_characters}
+// text_options{validation_fraction, pad_to, min_characters, validation_block}
 struct text_options {
   double validation_fraction = 0.05;  // 5% of the characters, held out
-  // 0: the validation part is the last characters, in one piece; B > 0: blocks of B
-  // characters spread evenly over the text (every 20th block at 5%)
-  std::size_t validation_block = 0;
   std::size_t pad_to = 8;             // vocab_size() is a multiple of this
   // Fewer characters than this is an error: such a file is surely not the intended corpus
   // (a failed download or redirect); lower it for tiny texts.
   std::size_t min_characters = 1024;
+  // 0: the validation part is the last characters, in one piece; B > 0: blocks of B
+  // characters spread evenly over the text (every 20th block at 5%, so the text needs at
+  // least 20 blocks)
+  std::size_t validation_block = 0;
 };
 
 /// @brief A text as character ids: its alphabet (sorted distinct code points), the ids of
@@ -346,7 +347,9 @@ inline text_corpus read_text(const char* who, const std::string& path,
               " for training and ", validation,
               " for validation at validation_fraction = ", number_text(fraction),
               options.validation_block
-                  ? " and validation_block = " + std::to_string(options.validation_block)
+                  ? " and validation_block = " + std::to_string(options.validation_block) +
+                        " (a block is held out only every 1/validation_fraction blocks: use "
+                        "smaller blocks, or validation_block = 0 to hold out the end)"
                   : std::string());
   }
 

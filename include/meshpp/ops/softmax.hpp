@@ -208,6 +208,8 @@ auto softmax(const E& e) {
 template <class Dim, class E, class M>
 requires is_expression_v<E> && is_expression_v<M>
 auto softmax(const E& e, const M& mask) {
+  static_assert(contains_all_v<typename E::shape_type, typename M::shape_type>,
+                "meshpp::softmax<Dim>(x, mask): the mask has a dim that x does not have");
   using T = typename E::value_type;
   return softmax<Dim>(where(mask, e, -std::numeric_limits<T>::infinity()));
 }
