@@ -15,7 +15,7 @@
 // rescale it); scaled by lr, as torch.optim.AdamW does.
 //
 // [..., rows/a, cols/b] |-> [..., rows/a, cols/b]   one pass over the local slices of p, g, m,
-// v; no communication. State: 2 tensors laid out as p.
+// v in SIMD batches; no communication. State: 2 tensors laid out as p.
 #pragma once
 
 #include <cmath>
@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "meshpp/autodiff/traced.hpp"
@@ -76,18 +77,20 @@ class adam_slot final : public slot<Tensor> {
     T wd = 0;
     if constexpr (requires { o.weight_decay; }) wd = static_cast<T>(o.weight_decay);
 
-    T* __restrict p = this->parameter().local().data();
-    const T* __restrict g = this->gradient().local().data();
-    T* __restrict m = m_->local().data();
-    T* __restrict v = v_->local().data();
-    const std::size_t n = this->parameter().local().size();
-    for (std::size_t i = 0; i < n; ++i) {
-      m[i] = flush_subnormal(beta1 * m[i] + (1 - beta1) * g[i]);
-      v[i] = flush_subnormal(beta2 * v[i] + (1 - beta2) * g[i] * g[i]);
-      const T m_hat = m[i] * correct1;
-      const T v_hat = v[i] * correct2;
-      p[i] -= lr * (m_hat / (std::sqrt(v_hat) + eps) + wd * p[i]);
-    }
+    // one pass over p, g, m, v in SIMD batches (core/lanes.hpp)
+    for_each_lane<T>(
+        this->parameter().local().size(),
+        [&](auto& p, const auto& g, auto& m, auto& v) {
+          using std::sqrt;
+          using V = std::remove_cvref_t<decltype(p)>;
+          m = flush_subnormal(V(beta1) * m + V(1 - beta1) * g);
+          v = flush_subnormal(V(beta2) * v + V(1 - beta2) * g * g);
+          const V m_hat = m * V(correct1);
+          const V v_hat = v * V(correct2);
+          p -= V(lr) * (m_hat / (sqrt(v_hat) + V(eps)) + V(wd) * p);
+        },
+        this->parameter().local().data(), std::as_const(this->gradient().local()).data(),
+        m_->local().data(), v_->local().data());
   }
 
  private:

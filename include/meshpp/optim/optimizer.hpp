@@ -39,6 +39,7 @@
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
+#include "meshpp/core/lanes.hpp"
 #include "meshpp/core/tensor.hpp"
 
 namespace meshpp {
@@ -51,16 +52,6 @@ inline constexpr bool variable_values_are_not_floating_point = false;
 }  // namespace offending
 
 namespace detail {
-
-// flush_subnormal(x): x, or 0 when |x| is below the smallest normal number. A moment that
-// decays geometrically while its gradient stays 0 (a pixel that is always dark, a row nobody
-// looks up) sinks into subnormal numbers, which x86 handles up to ~100x slower: Adam on
-// Fashion-MNIST fell from 20000 to 5000 examples/s over ten epochs before this. Zero is what
-// the decay converges to anyway; the comparison vectorizes as a select.
-template <class T>
-T flush_subnormal(T x) {
-  return std::abs(x) < std::numeric_limits<T>::min() ? T(0) : x;
-}
 
 /// One variable of an optimizer and its state, of any tensor type.
 class slot_base {

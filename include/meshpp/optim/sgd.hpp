@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "meshpp/autodiff/traced.hpp"
@@ -48,27 +49,31 @@ class sgd_slot final : public slot<Tensor> {
     const T lr = static_cast<T>(o.learning_rate);
     const T wd = static_cast<T>(o.weight_decay);
     const T mu = static_cast<T>(o.momentum);
-    T* __restrict p = this->parameter().local().data();
-    const T* __restrict g = this->gradient().local().data();
+    T* p = this->parameter().local().data();
+    const T* g = std::as_const(this->gradient().local()).data();
     const std::size_t n = this->parameter().local().size();
     if (o.momentum == 0) {
-      for (std::size_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+      for_each_lane<T>(
+          n,
+          [&](auto& p, const auto& g) {
+            using V = std::remove_cvref_t<decltype(p)>;
+            p -= V(lr) * (g + V(wd) * p);
+          },
+          p, g);
       return;
     }
     if (!buffer_) buffer_.emplace(this->zeros_like_parameter());
-    T* __restrict b = buffer_->local().data();
-    if (o.nesterov) {
-      for (std::size_t i = 0; i < n; ++i) {
-        const T d = g[i] + wd * p[i];
-        b[i] = flush_subnormal(mu * b[i] + d);
-        p[i] -= lr * (d + mu * b[i]);
-      }
-    } else {
-      for (std::size_t i = 0; i < n; ++i) {
-        b[i] = flush_subnormal(mu * b[i] + (g[i] + wd * p[i]));
-        p[i] -= lr * b[i];
-      }
-    }
+    T* b = buffer_->local().data();
+    const bool nesterov = o.nesterov;
+    for_each_lane<T>(
+        n,
+        [&](auto& p, const auto& g, auto& b) {
+          using V = std::remove_cvref_t<decltype(p)>;
+          const V d = g + V(wd) * p;
+          b = flush_subnormal(V(mu) * b + d);
+          p -= V(lr) * (nesterov ? d + V(mu) * b : b);
+        },
+        p, g, b);
   }
 
  private:
