@@ -7,6 +7,7 @@
 #include <meshpp/autodiff/einsum.hpp>
 #include <meshpp/autodiff/elementwise.hpp>
 #include <meshpp/autodiff/gradients.hpp>
+#include <meshpp/autodiff/reduce.hpp>
 #include <meshpp/comm/counters.hpp>
 #include <meshpp/core/create.hpp>
 #include <meshpp/ops/einsum.hpp>
@@ -150,4 +151,93 @@ TEST_CASE("the paper's two layers, forward and backward by autodiff, allreduce T
                     2 * b * d_io / r + 2 * d_io * d_h / c + d_h / c);
     CHECK_ALL_RANKS(collectives_other_than_allreduce(m.counters()) == 0);
   }
+}
+
+// Gradient buckets and deferred sums (autodiff/traced.hpp, comm/buckets.hpp): backward() sums
+// every data-parallel gradient in one bucket, one allreduce call, and reading a grad() waits
+// for it; the results are those of the einsums written by hand, however the gradients were
+// bucketed, accumulated, cleared or abandoned while in flight.
+namespace {
+struct bucket_case {
+  mesh_1d m{{world().size()}};
+  mp::tensor_of<double, bi, mesh_1d> x0 = mp::random_normal<double, batch, io>(m, sizes, 1);
+  mp::tensor_of<double, bh, mesh_1d> dy = mp::random_normal<double, batch, hidden>(m, sizes, 2);
+  mp::tensor_of<double, bh, mesh_1d> dz = mp::random_normal<double, batch, hidden>(m, sizes, 3);
+  mp::variable<mp::tensor_of<double, ih, mesh_1d>> w{
+      mp::random_normal<double, io, hidden>(m, sizes, 4), "w"};
+  mp::variable<mp::tensor_of<double, ih, mesh_1d>> u{
+      mp::random_normal<double, io, hidden>(m, sizes, 5), "u"};
+  mp::variable<mp::tensor_of<double, mp::shape<hidden>, mesh_1d>> bias{
+      mp::random_normal<double, hidden>(m, sizes, 6), "bias"};
+
+  // loss = sum((x w + bias) dy) + sum((x u) dz) + sum(w w): w's gradient is partial sums over
+  // rows from the einsum and whole on every rank from w w
+  auto loss() const {
+    return mp::reduce_sum((mp::einsum<bh>(x0, w) + bias) * dy) +
+           mp::reduce_sum(mp::einsum<bh>(x0, u) * dz) + mp::reduce_sum(w * w);
+  }
+  // check(times): each grad() is `times` the hand-written gradient
+  void check(double times) const {
+    CHECK(meshpp_test::max_abs_difference(
+              *w.grad(), mp::eval((mp::einsum<ih>(x0, dy) + 2.0 * w.value()) * times)) < 1e-12);
+    CHECK(meshpp_test::max_abs_difference(*u.grad(), mp::eval(mp::einsum<ih>(x0, dz) * times)) <
+          1e-12);
+    CHECK(meshpp_test::max_abs_difference(*bias.grad(),
+                                          mp::eval(mp::reduce_sum<mp::shape<hidden>>(dy) * times)) < 1e-12);
+  }
+  std::uint64_t values() const {
+    return w.value().local().size() + u.value().local().size() + bias.value().local().size();
+  }
+};
+}  // namespace
+
+TEST_CASE("backward sums every data-parallel gradient in one bucket: one allreduce call") {
+  bucket_case t;
+  CAPTURE(t.m.describe());
+  const auto loss = t.loss();
+  t.m.counters().reset();
+  mp::backward(loss);
+  const auto& counts = t.m.counters();  // a bucket is counted when it starts
+  CHECK_ALL_RANKS(counts.at(mp::collective::allreduce, mesh_1d::mask_v<rows>).calls == 1);
+  CHECK_ALL_RANKS(counts.values(mp::collective::allreduce) == t.values());
+  CHECK_ALL_RANKS(collectives_other_than_allreduce(counts) == 0);
+  t.check(1);  // reading grad() waits for the bucket
+}
+
+TEST_CASE("bucket_bytes = 0: every gradient its own allreduce, the same sums") {
+  bucket_case t;
+  const auto loss = t.loss();
+  t.m.counters().reset();
+  mp::backward(loss, {.bucket_bytes = 0});
+  CHECK_ALL_RANKS(t.m.counters().total(mp::collective::allreduce).calls == 3);
+  CHECK_ALL_RANKS(t.m.counters().values(mp::collective::allreduce) == t.values());
+  t.check(1);
+}
+
+TEST_CASE("a second backward before the first's buckets are read adds up (in flight)") {
+  bucket_case t;
+  mp::backward(t.loss());
+  mp::backward(t.loss(), {.bucket_bytes = 0});
+  t.check(2);
+}
+
+TEST_CASE("zero_grad() while a bucket is in flight, then backward: one gradient's worth") {
+  bucket_case t;
+  mp::backward(t.loss());
+  t.w.zero_grad();  // its bucket still sums u and bias
+  CHECK(!t.w.grad().has_value());
+  mp::backward(t.loss());
+  CHECK(meshpp_test::max_abs_difference(*t.u.grad(),
+                                        mp::eval(mp::einsum<ih>(t.x0, t.dz) * 2.0)) < 1e-12);
+  CHECK(meshpp_test::max_abs_difference(
+            *t.w.grad(), mp::eval(mp::einsum<ih>(t.x0, t.dy) + 2.0 * t.w.value())) < 1e-12);
+}
+
+TEST_CASE("a variable that goes away while its bucket is in flight leaves the others' sums") {
+  bucket_case t;
+  {
+    mp::variable extra(mp::random_normal<double, io, hidden>(t.m, sizes, 7), "extra");
+    mp::backward(t.loss() + mp::reduce_sum(mp::einsum<bh>(t.x0, extra) * t.dy));
+  }  // extra, and the graph, are gone; the bucket holding its gradient is not read yet
+  t.check(1);
 }

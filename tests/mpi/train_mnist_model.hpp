@@ -101,8 +101,15 @@ void train_and_compare(const Mesh& m) {
     auto h = mp::relu(mp::einsum<mp::shape<batch, hidden>>(x, w1));
     auto logits = mp::einsum<mp::shape<batch, classes>>(h, w2);
     auto loss = mp::reduce_mean(mp::softmax_cross_entropy<classes>(logits, y));
+    m.counters().reset();
     mp::backward(loss);
     opt.step();
+    // Both weight gradients contract batch: where batch is split they are partial sums, summed
+    // in one bucket by one allreduce (not one per weight); elsewhere backward sums nothing.
+    constexpr bool batch_split = mp::is_split_in_v<typename decltype(x)::layout_type, batch>;
+    CHECK_ALL_RANKS(m.counters().total(mp::collective::allreduce).calls == (batch_split ? 1 : 0));
+    CHECK_ALL_RANKS(m.counters().values(mp::collective::allreduce) ==
+                    (batch_split ? w1.value().local().size() + w2.value().local().size() : 0));
     worst = std::max(worst, std::abs(*loss.value().local().data() - ref.losses[s]));
   }
   CHECK(worst < 1e-12);

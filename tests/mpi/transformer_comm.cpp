@@ -3,12 +3,15 @@
 // paper's three layouts allreduces exactly the values the table gives per processor, and uses
 // no other collective. The model's objects are the example's own (transformer_layouts).
 //
+// Allreduce calls in backward: data 1 (one bucket of every gradient), model 1 + 2 layers (one
+// per tensor receiving partial sums), data+model both.
+//
 // Sizes: b batch, l length, d d_model, h heads, k d_k, v d_v, f d_ff, n vocab, `layers`
 // blocks; P the number of parameters; r, c the mesh's rows and cols (r = 1 on the 1-D meshes).
 //   data        forward 1                               backward P
-//   model       forward b l d (1 + 2 layers) + 3 b l    backward b l d (1 + 4 layers)
+//   model       forward b l d (1 + 2 layers) + 3 b l    backward b l d (1 + 2 layers)
 //   data+model  forward (b/r) l d (1 + 2 layers) + 3 (b/r) l + 1
-//               backward (b/r) l d (1 + 4 layers) + [P with every weight split over cols / c]
+//               backward (b/r) l d (1 + 2 layers) + [P with every weight split over cols / c]
 #include <meshpp/comm/counters.hpp>
 
 #include <array>
@@ -55,7 +58,8 @@ step_values expected(const std::string& layout, const table_sizes& s, std::uint6
   const std::uint64_t rows = s.b / r * s.l;  // this processor's (batch, length) positions
   if (layout == "data") return {1, parameters_over(s, 1)};
   const std::uint64_t forward = rows * s.d * (1 + 2 * s.layers) + 3 * rows;
-  const std::uint64_t backward = rows * s.d * (1 + 4 * s.layers);
+  // per block, the input gradients of q, k and v add up before their one sum (deferred sums)
+  const std::uint64_t backward = rows * s.d * (1 + 2 * s.layers);
   if (layout == "model") return {forward, backward};
   return {forward + 1, backward + parameters_over(s, c)};
 }
@@ -101,13 +105,20 @@ void one_step(const Mesh& mesh, const std::string& layout, std::uint64_t r, std:
   counters.reset();
   mp::backward(loss);
   const std::uint64_t backward = counters.values(mp::collective::allreduce);
+  const std::uint64_t backward_calls = counters.total(mp::collective::allreduce).calls;
   const std::uint64_t backward_other = other_collective_calls(counters);
 
   INFO("layout " << layout << " on " << mesh.describe() << ": forward " << forward << " (want "
                  << want.forward << "), backward " << backward << " (want " << want.backward
-                 << ")");
+                 << "), backward calls " << backward_calls);
   CHECK_ALL_RANKS(forward == want.forward);
   CHECK_ALL_RANKS(backward == want.backward);
+  // Calls: every parameter gradient that sums over the batch goes into one bucket (all fit the
+  // default 4 MiB), the activations' gradients sum once per receiving tensor: the unembedding
+  // input and, per block, the attention input (q, k and v together) and the dense input.
+  const std::uint64_t activation_calls = layout == "data" ? 0 : 1 + 2 * o.layers;
+  const std::uint64_t bucket_calls = layout == "model" ? 0 : 1;
+  CHECK_ALL_RANKS(backward_calls == activation_calls + bucket_calls);
   CHECK_ALL_RANKS(forward_other == 0);
   CHECK_ALL_RANKS(backward_other == 0);
   // a gradient reached every variable: the step trained everything the table counts

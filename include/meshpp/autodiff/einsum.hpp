@@ -8,7 +8,9 @@
 //   dw = einsum<[io, hidden]>(dy, x)    contracts batch: allreduce where batch is split (the
 //                                       data-parallel gradient sum)
 // so each gradient communicates what its own einsum implies and nothing more (for the
-// paper's two layers: exactly Table 1). A dim that only one operand has and the output lacks
+// paper's two layers: exactly Table 1's values). The allreduce is deferred: the operand keeps
+// partial sums and sums them once with its other contributions, or in backward()'s bucket
+// for a variable (autodiff/traced.hpp). A dim that only one operand has and the output lacks
 // was summed out of that operand alone; its gradient is broadcast back over it. A plain operand
 // gets no gradient (nor its einsum); one traced tensor used as both operands, einsum(x, x),
 // receives both gradients, which add up.
@@ -30,7 +32,10 @@ void send_einsum_grad(const std::shared_ptr<node<Self>>& self, const G& g, const
   using reach =
       shape_intersection_t<S, shape_union_t<typename G::shape_type, typename Other::shape_type>>;
   if constexpr (same_dims_v<reach, S>) {
-    self->accumulate(einsum<S>(g, other));
+    // partial sums where a contracted dim is split: self adds them up with its other
+    // contributions and sums across ranks once (see "Deferred sums" in autodiff/traced.hpp)
+    auto [partial, mask] = einsum_partial<S>(g, other);
+    self->accumulate_partial(std::move(partial), mask);
   } else {
     const auto partial = einsum<reach>(g, other);
     self->accumulate(broadcast_like(partial, self->value));

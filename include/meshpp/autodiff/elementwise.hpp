@@ -8,8 +8,8 @@
 // traced). Each operation is evaluated at once in one pass over the local slices, without
 // communication, exactly as on plain tensors; broadcasting is by name. Its gradient with
 // respect to an operand is one component-wise expression, conformed to the operand
-// (autodiff/traced.hpp): dims the operand was broadcast over are summed out with reduce_sum,
-// which allreduces over the mesh dims they are split over (the data-parallel gradient sum).
+// (autodiff/traced.hpp): dims the operand was broadcast over are summed out locally, and the
+// sum over the mesh dims they are split over (the data-parallel gradient sum) is deferred.
 //
 //   a + b, a - b, -a    d/da = g, d/db = +-g
 //   a * b, a / b        g * b, g * a;  g / b, -g * a / b^2

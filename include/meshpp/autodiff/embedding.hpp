@@ -17,6 +17,8 @@
 // dims (those of g the table lacks) are split over: none when ids are whole. Ids are whole along
 // Dim's mesh dim, so the ranks of a group along it see the same ids and each fills its own
 // stripe: nothing moves along it. The result is the table's gradient, laid out as the table.
+// In backward that allreduce is deferred like an einsum's (autodiff/traced.hpp): a variable
+// table's gradient is summed in backward()'s bucket with the other weights'.
 // (Only for a table with batch dims of the lookup, table[batch, vocab, d] and ids[batch, seq],
 // where ids split batch and the table holds it whole: each rank's batch stripe is complete
 // without the allreduce, and the stripes are then allgathered into the table's layout, as
@@ -75,8 +77,11 @@ struct gather_grad_plan {
 // scatter_add<Dim>(g, ids, table): the gradient of gather<Dim>(table, ids) with respect to the
 // table, given the output's gradient g: zeros, plus each row of g at its id (this rank's stripe
 // of Dim), summed over the ranks that hold other ids; laid out as gather_grad_plan says
+// scatter_add<Dim>(g, ids, table, deferred): the table's gradient; with `deferred`, the final
+// allreduce is left to the caller (the result holds partial sums over the mesh dims *deferred
+// names: deferred sums, autodiff/traced.hpp)
 template <class Dim, class Table, class Ids, class G>
-auto scatter_add(const G& g, const Ids& ids, const Table& table) {
+auto scatter_add(const G& g, const Ids& ids, const Table& table, unsigned* deferred = nullptr) {
   using plan = gather_plan<Dim, Table, Ids>;
   using grad_plan = gather_grad_plan<Dim, Table, Ids>;
   using Out = typename plan::out;
@@ -94,6 +99,10 @@ auto scatter_add(const G& g, const Ids& ids, const Table& table) {
 
   // The ranks that differ along ids' mesh dims added the rows of other ids: one dense sum (an
   // allreduce over no mesh dims, when ids are whole, is nothing at all).
+  if (deferred) {
+    *deferred = mesh_mask_v<typename Table::mesh_type, typename grad_plan::reduce_mesh_dims>;
+    return grad;
+  }
   allreduce<typename grad_plan::reduce_over, op::sum>::run(
       table.mesh(), std::span(grad.local().data(), grad.local().size()));
   return grad;
@@ -127,7 +136,9 @@ auto gather(const traced<Table>& table, const Ids& ids) {
           if (!ht->wanted) return;
           // conformed to the table: free, unless ids split a dim the table shares and holds
           // whole (then an allgather of the dense stripes over ids' mesh dim)
-          detail::send(ht, detail::scatter_add<Dim>(g, id_tensor, ht->value));
+          unsigned mask = 0;
+          auto partial = detail::scatter_add<Dim>(g, id_tensor, ht->value, &mask);
+          ht->accumulate_partial(std::move(partial), mask);
         },
         ht);
   }

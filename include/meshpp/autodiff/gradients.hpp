@@ -13,6 +13,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <array>
 #include <string>
 #include <tuple>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "meshpp/autodiff/traced.hpp"
+#include "meshpp/comm/buckets.hpp"
 #include "meshpp/core/create.hpp"
 #include "meshpp/core/error.hpp"
 
@@ -41,6 +43,11 @@ inline constexpr bool every_x_traced_v = (is_traced_v<std::remove_cvref_t<X>> &&
 }  // namespace detail
 
 namespace detail {
+
+// The default bucket of backward(): 4 MiB (PyTorch DDP's default is 25 MiB for networks a
+// hundred times larger; a bucket this size fills a few times per Transformer step here, so the
+// first ones overlap the rest of backward)
+inline constexpr std::size_t default_bucket_bytes = std::size_t{4} << 20;
 
 // topological_order(root): every node root depends on, inputs before the nodes computed
 // from them (iterative: graphs of long training steps are deep)
@@ -62,28 +69,61 @@ inline std::vector<node_base*> topological_order(node_base* root) {
   return order;
 }
 
-// run_backward(root, seed, variables_are_targets): the pass itself. Targets are the nodes
-// marked is_target beforehand, and every variable when variables_are_targets; afterwards every
-// node's gradient is cleared except the targets'.
+// run_backward(root, seed, variables_are_targets, bucket_bytes): the pass itself. Targets are
+// the nodes marked is_target beforehand, and every variable when variables_are_targets;
+// afterwards every node's gradient is cleared except the targets'. A target leaf whose
+// gradient is complete (every consumer has sent its part) and holds partial sums goes into a
+// bucket of its group (comm/buckets.hpp) at once, so its allreduce runs while the pass goes
+// on; the buckets still open at the end start then. Targets may be in flight on return. A pass
+// that throws clears the gradients of every node it visited, targets included.
 template <class L>
-void run_backward(node<L>& root, L seed, bool variables_are_targets = false) {
+void run_backward(node<L>& root, L seed, bool variables_are_targets, std::size_t bucket_bytes) {
   auto order = topological_order(&root);
   for (node_base* n : order) {
     if (variables_are_targets) n->is_target = n->is_variable;
     n->wanted = n->is_target || std::any_of(n->inputs.begin(), n->inputs.end(),
                                             [](const auto& in) { return in->wanted; });
-  }
-  if (root.wanted) root.accumulate(std::move(seed));
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    node_base* n = *it;
-    if (!n->wanted || !n->has_grad()) continue;
-    n->propagate();
-    if (!n->is_target) n->clear_grad();  // free it as soon as it has been sent on
+    n->waiting = 0;
   }
   for (node_base* n : order) {
-    n->wanted = false;
-    n->is_target = false;
+    if (!n->wanted) continue;
+    for (const auto& in : n->inputs) in->waiting += in->wanted ? 1 : 0;
   }
+  auto end_pass = [&] {
+    for (node_base* n : order) {
+      n->wanted = false;
+      n->is_target = false;
+      n->waiting = 0;
+    }
+  };
+  bucket_queue buckets(bucket_bytes);
+  try {
+    if (root.wanted) root.accumulate(std::move(seed));
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      node_base* n = *it;
+      if (!n->wanted) continue;
+      if (n->has_grad()) {
+        n->propagate();
+        if (!n->is_target) n->clear_grad();  // free it as soon as it has been sent on
+      }
+      for (const auto& in : n->inputs) {
+        if (in->wanted && --in->waiting == 0 && in->is_target && in->inputs.empty())
+          in->enqueue(buckets);
+      }
+      buckets.poll();
+    }
+    buckets.flush();
+  } catch (...) {
+    // The gradients this pass was computing are incomplete: every node of the pass drops its
+    // gradient (the targets' too), so none is read later (reading one would start a sum that
+    // other ranks may never join), and the unstarted buckets go unstarted.
+    for (node_base* n : order) {
+      if (n->wanted) n->clear_grad();
+    }
+    end_pass();
+    throw;
+  }
+  end_pass();
 }
 
 template <class X>
@@ -105,13 +145,15 @@ std::tuple<tensor_type_of<X>...> grads_for(node<L>& root, L seed, const X&... xs
     }
   }
   // a variable's accumulated gradient is set aside for the pass, then put back
+  (xs.node()->settle(), ...);
   std::tuple<std::optional<tensor_type_of<X>>...> saved{std::move(xs.node()->grad)...};
   (xs.node()->grad.reset(), ...);
   (void(xs.node()->is_target = true), ...);
-  run_backward(root, std::move(seed));
+  run_backward(root, std::move(seed), false, default_bucket_bytes);
   (void(xs.node()->is_target = false), ...);  // also those the loss does not reach
   auto take = [](const auto& x, auto& keep) {
     auto& n = *x.node();
+    n.settle();
     using T = tensor_type_of<decltype(x)>;
     T g = n.grad ? std::move(*n.grad) : T(n.value.mesh(), n.value.sizes());
     n.grad = std::move(keep);
@@ -157,14 +199,25 @@ auto vjp(const traced<Y>& y, const DY& dy, const X&... xs) {
   }
 }
 
-// backward(loss): adds d loss / d v to the grad() of every variable v the loss depends on
+/// @brief How backward() sums the gradients of variables across ranks.
+struct backward_options {
+  // A bucket of gradients that need the same sum starts its allreduce once it holds this many
+  // bytes (the rest start when the pass ends); 0: each gradient is its own allreduce, started
+  // as soon as it is complete.
+  std::size_t bucket_bytes = detail::default_bucket_bytes;
+};
+
+// backward(loss, options): adds d loss / d v to the grad() of every variable v the loss
+// depends on. The data-parallel sums of those gradients run in buckets, nonblocking, while the
+// pass goes on; reading a grad() (or optimizer::step()) waits for its own bucket only.
 template <class L>
-void backward(const traced<L>& loss) {
+void backward(const traced<L>& loss, const backward_options& options = {}) {
   static_assert(offending::loss_is_not_a_scalar<typename L::shape_type>,
                 "meshpp::backward(loss): loss must be a scalar (a traced tensor of no dims); "
                 "reduce it first");
   if constexpr (L::shape_type::rank == 0) {
-    detail::run_backward(*loss.node(), ones<L>(loss.mesh(), loss.sizes()), true);
+    detail::run_backward(*loss.node(), ones<L>(loss.mesh(), loss.sizes()), true,
+                         options.bucket_bytes);
   }
 }
 

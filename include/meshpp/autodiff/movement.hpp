@@ -60,8 +60,10 @@ auto relayout(const traced<A>& a) {
   auto y = relayout<NewRules>(ha->value);
   using Y = decltype(y);
   // conform<A> relayouts g to a's layout (one pass when that is a free slice)
-  return detail::record(
+  auto r = detail::record(
       std::move(y), [ha](const Y&, const Y& g) { detail::send(ha, g); }, ha);
+  detail::pass_pending(r, ha, [](const Y& g) -> const Y& { return g; });
+  return r;
 }
 
 // reshape<NewShape>(a, sizes) of a traced tensor: the gradient is reshaped back
@@ -71,7 +73,7 @@ auto reshape(const traced<A>& a, const extents<E...>& sizes) {
   auto ha = a.node();
   auto y = reshape<NewShape>(ha->value, sizes);
   using Y = decltype(y);
-  return detail::record(
+  auto r = detail::record(
       std::move(y),
       [ha](const Y&, const Y& g) {
         if (ha->wanted) {
@@ -79,6 +81,10 @@ auto reshape(const traced<A>& a, const extents<E...>& sizes) {
         }
       },
       ha);
+  detail::pass_pending(r, ha, [ha](const Y& g) {
+    return reshape<typename A::shape_type>(g, ha->value.sizes());
+  });
+  return r;
 }
 
 // reshape<NewShape>(a) of a traced tensor: all sizes inferred
@@ -92,12 +98,14 @@ auto rename(const traced<A>& a) {
   auto ha = a.node();
   auto y = rename<Old, New>(ha->value);
   using Y = decltype(y);
-  return detail::record(
+  auto r = detail::record(
       std::move(y),
       [ha](const Y&, const Y& g) {
         if (ha->wanted) ha->accumulate(rename<New, Old>(g));
       },
       ha);
+  detail::pass_pending(r, ha, [](const Y& g) { return rename<New, Old>(g); });
+  return r;
 }
 
 // slice<Dim>(a, begin, size) of a traced tensor: the gradient is padded back with zeros

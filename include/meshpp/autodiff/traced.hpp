@@ -17,20 +17,38 @@
 // the operand's type (conform<Tensor>(g)):
 //   [batch/rows, hidden] |-> [hidden]         dims the operand lacks (it was broadcast over
 //                                             them) are summed out: allreduce over rows
+//                                             (deferred, below)
 //   [hidden/cols] |-> [hidden]                a split the operand lacks: allgather over cols
 //   [hidden] |-> [hidden/cols]                a split the operand has: local slice, free
 //   [io, hidden] |-> [hidden, io]             transposed by name, free
+//
+// Deferred sums. An einsum contracting a dim split over mesh dims M ends with an allreduce
+// over M, and so does a broadcast dim split over M summed out of a gradient. In a gradient,
+// that allreduce is left pending: the receiving node keeps its gradient as partial sums over
+// M (node_base::pending), later contributions are added to them locally, and the sum across
+// ranks runs once, when the gradient is complete and read (propagate(), or the bucket of a
+// variable, comm/buckets.hpp). So the q, k and v projections' gradients into the attention
+// input, or the branches of a residual, cost one allreduce, not one each. A contribution that
+// is whole on every rank joins partial sums on the group's first member alone (mesh::leads).
+// Partial sums may move to the node's layout over other mesh dims (each rank keeps its place
+// in the sum's group); they are summed at once only where the node's layout splits a dim over
+// a mesh dim of the sum, and a node holding partial sums over one group that receives them
+// over another completes the first. Rename, reshape and relayout pass them through; every
+// other backward step receives its gradient complete.
 #pragma once
 
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "meshpp/comm/buckets.hpp"
+#include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
@@ -55,11 +73,24 @@ struct node_base {
   // during one gradient pass: a requested gradient lies behind this node
   bool wanted = false;
   bool is_target = false;
+  // during one gradient pass: the consumers that have yet to send their gradient here
+  int waiting = 0;
+  // the gradient holds partial sums over these mesh dims (a bit set), not yet combined across
+  // ranks: what einsums that contract a split dim, and broadcasts summed out, send (see
+  // "Deferred sums" at the top of this file)
+  unsigned pending = 0;
+  // the bucket whose allreduce completes the gradient (backward() of a variable)
+  std::shared_ptr<allreduce_bucket> in_flight;
 
   virtual bool has_grad() const = 0;
   // sends this node's gradient to its wanted inputs
   virtual void propagate() = 0;
   virtual void clear_grad() = 0;
+  // settle(): completes the gradient: waits for its bucket, or sums the pending partial sums
+  // now (collective over their group)
+  virtual void settle() = 0;
+  // enqueue(q): hands a gradient of pending partial sums to a bucket of q
+  virtual void enqueue(bucket_queue& q) = 0;
 };
 
 // readable_as_v<Tensor, G>: G (a tensor or expression) has Tensor's dims and can be read
@@ -83,34 +114,143 @@ Tensor conform(G&& g);
 template <class Tensor>
 struct node final : node_base {
   using tensor_type = Tensor;
+  using shape_type = typename Tensor::shape_type;
   Tensor value;
   std::optional<Tensor> grad;
   // backward(value, grad): sends grad to the inputs (each accumulates what it receives)
   std::function<void(const Tensor&, const Tensor&)> backward;
+  // backward_pending(grad, mask), for linear steps that move nothing over mesh dims a pending
+  // sum runs over (rename, reshape, relayout): sends a gradient of partial sums over mask on
+  // as such and returns true, or returns false (then the sum is completed and backward runs)
+  std::function<bool(const Tensor&, unsigned)> backward_pending;
 
   explicit node(Tensor v) : value(std::move(v)) {}
+  ~node() override { release(); }
+  node(const node&) = delete;
+  node& operator=(const node&) = delete;
 
   bool has_grad() const override { return grad.has_value(); }
   void propagate() override {
-    if (backward && grad) backward(value, *grad);
+    if (!backward || !grad) return;  // a leaf: its gradient stays as it is (maybe in a bucket)
+    if (pending && backward_pending && backward_pending(*grad, pending)) return;
+    settle();
+    backward(value, *grad);
   }
-  void clear_grad() override { grad.reset(); }
+  void clear_grad() override {
+    release();
+    grad.reset();
+    pending = 0;
+  }
+  void settle() override {
+    finish_in_flight();
+    if (pending) {
+      allreduce_sum(value.mesh(), pending, std::span(grad->local().data(), grad->local().size()));
+      pending = 0;
+    }
+  }
+  void enqueue(bucket_queue& q) override {
+    if (!grad || !pending) return;
+    in_flight = q.add(value.mesh(), pending, std::span(grad->local().data(), grad->local().size()));
+    pending = 0;
+  }
 
   // accumulate(g): adds the gradient contribution g (conformed to Tensor) to grad; a later
-  // contribution that needs no reduction or communication is added in place, in one pass
+  // contribution that needs no reduction or communication is added in place, in one pass. Dims
+  // of g that Tensor lacks (it was broadcast over them) are summed out locally and their sums
+  // over ranks left pending.
   template <class G>
   void accumulate(G&& g) {
-    if constexpr (adds_in_place_v<Tensor, std::remove_cvref_t<G>>) {
-      if (grad) {
-        *grad = *grad + g;
+    using GT = std::remove_cvref_t<G>;
+    using GS = typename GT::shape_type;
+    static_assert(contains_all_v<GS, shape_type>,
+                  "meshpp: a gradient lacks a dim of the tensor it is sent to");
+    if constexpr (!same_dims_v<GS, shape_type>) {
+      using summed = shape_difference_t<GS, shape_type>;
+      constexpr unsigned mask = mesh_mask_v<typename GT::mesh_type,
+                                            split_mesh_dims_t<typename GT::layout_type, summed>>;
+      accumulate_partial(reduce_local<op::sum, shape_type>(as_expression(g)), mask);
+    } else {
+      finish_in_flight();
+      if (pending) {
+        // grad holds partial sums: a whole contribution joins them on the group's first member
+        const bool lead = value.mesh().leads(pending);
+        if constexpr (adds_in_place_v<Tensor, GT>) {
+          if (lead) *grad = *grad + g;
+        } else {
+          Tensor c = conform<Tensor>(std::forward<G>(g));  // may communicate: every rank
+          if (lead) *grad = *grad + c;
+        }
         return;
       }
+      if constexpr (adds_in_place_v<Tensor, GT>) {
+        if (grad) {
+          *grad = *grad + g;
+          return;
+        }
+      }
+      Tensor c = conform<Tensor>(std::forward<G>(g));
+      if (grad)
+        *grad = *grad + c;
+      else
+        grad.emplace(std::move(c));
     }
-    Tensor c = conform<Tensor>(std::forward<G>(g));
-    if (grad)
-      *grad = *grad + c;
-    else
-      grad.emplace(std::move(c));
+  }
+
+  // accumulate_partial(p, mask): adds p, whose values are partial sums over the mesh dims in
+  // mask (the sum over the group's members is the contribution), leaving the sum pending
+  // unless Tensor or p is split over one of those mesh dims (a slice of partial sums along a
+  // dim their group splits would add different stripes). Reaching Tensor's layout otherwise
+  // moves data over other mesh dims only, among ranks of the same place in the group: their
+  // values stay partial sums over it.
+  template <class P>
+  void accumulate_partial(P&& p, unsigned mask) {
+    using PT = std::remove_cvref_t<P>;
+    finish_in_flight();
+    if ((mask & PT::split_mask()) != 0) {
+      // no sum can complete stripes that differ from member to member: a caller's mistake
+      throw error("meshpp: internal error: partial sums split over a mesh dim they are partial "
+                  "over reached a gradient");
+    }
+    if ((mask & Tensor::split_mask()) != 0) {
+      PT whole(std::forward<P>(p));  // a copy only when p is const
+      allreduce_sum(whole.mesh(), mask, std::span(whole.local().data(), whole.local().size()));
+      accumulate(std::move(whole));
+      return;
+    }
+    if (mask == 0) {
+      accumulate(std::forward<P>(p));
+      return;
+    }
+    if (grad && pending != 0 && pending != mask) settle();  // sums over another group first
+    if (!grad) {
+      grad.emplace(conform<Tensor>(std::forward<P>(p)));
+    } else if (pending == mask) {
+      if constexpr (adds_in_place_v<Tensor, PT>)
+        *grad = *grad + p;
+      else
+        *grad = *grad + conform<Tensor>(std::forward<P>(p));
+    } else {
+      // grad is whole on every member: it joins the partial sums on the group's first one
+      Tensor c = conform<Tensor>(std::forward<P>(p));
+      if (value.mesh().leads(mask)) c = c + *grad;
+      grad = std::move(c);
+    }
+    pending = mask;
+  }
+
+ private:
+  // finish_in_flight(): waits for the bucket completing grad (a second backward() before the
+  // optimizer's step adds to a gradient still being summed)
+  void finish_in_flight() {
+    if (!in_flight) return;
+    in_flight->wait();  // on an error the link stays: a later wait reports it again
+    in_flight.reset();
+  }
+  // release(): grad is about to go: a bucket holding it must no longer read or write it
+  void release() {
+    if (!in_flight) return;
+    auto b = std::move(in_flight);
+    if (grad) b->forget(grad->local().data());
   }
 };
 
@@ -168,10 +308,19 @@ class variable : public traced<Tensor> {
   using traced<Tensor>::value;
   // value(): the current value, for an optimizer to update in place
   Tensor& value() { return this->node_->value; }
-  // grad(): the accumulated gradient (empty before backward() reached this variable)
-  const std::optional<Tensor>& grad() const { return this->node_->grad; }
-  std::optional<Tensor>& grad() { return this->node_->grad; }
-  void zero_grad() { this->node_->grad.reset(); }
+  // grad(): the accumulated gradient (empty before backward() reached this variable). After
+  // backward() it may wait for the bucket still summing it across ranks (an MPI_Wait that
+  // every rank started: reading it on one rank alone is fine, it completes once the others
+  // reach any MPI call). Hold no reference to it across backward(): the bucket writes there.
+  const std::optional<Tensor>& grad() const {
+    this->node_->settle();
+    return this->node_->grad;
+  }
+  std::optional<Tensor>& grad() {
+    this->node_->settle();
+    return this->node_->grad;
+  }
+  void zero_grad() { this->node_->clear_grad(); }
   const std::string& name() const { return *name_; }
 
  private:
@@ -281,6 +430,23 @@ traced<Tensor> record(Tensor value, B&& backward, const std::shared_ptr<In>&... 
     n->backward = std::forward<B>(backward);
   }
   return traced<Tensor>(std::move(n));
+}
+
+// pass_pending(y, input, step): lets y's gradient, when it holds partial sums, reach input as
+// step(g), still partial, instead of being summed across ranks first. For a step that is
+// linear and local to the mesh dims of the sum: y's and input's layouts split nothing over
+// them (then step moves data over other mesh dims only, if at all).
+template <class Y, class A, class Step>
+void pass_pending(const traced<Y>& y, const std::shared_ptr<node<A>>& input, Step step) {
+  if (!y.node()->requires_grad) return;
+  // the step's own result is laid out by the mesh's rules, which may split where neither y
+  // nor the input does: a partial sum must not be sliced along a mesh dim it is partial over
+  using R = std::remove_cvref_t<std::invoke_result_t<Step, const Y&>>;
+  y.node()->backward_pending = [input, step](const Y& g, unsigned mask) {
+    if ((mask & (A::split_mask() | Y::split_mask() | R::split_mask())) != 0) return false;
+    if (input->wanted) input->accumulate_partial(step(g), mask);
+    return true;
+  };
 }
 
 // send(input, g): accumulates g into the input's gradient if the pass wants it there

@@ -16,6 +16,7 @@
 // the communicator's MPI_Comm. Buffers are passed to MPI as they are: no staging copies.
 #pragma once
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -57,6 +58,14 @@ struct over_of<shape<Ms...>> {
 }  // namespace detail
 template <class S>
 using over_t = typename detail::over_of<S>::type;
+
+namespace detail {
+// mesh_mask_v<Mesh, shape<Ms...>>: the bit set of mesh dims Ms (as the mesh numbers them)
+template <class Mesh, class S>
+inline constexpr unsigned mesh_mask_v = 0;
+template <class Mesh, class... Ms>
+inline constexpr unsigned mesh_mask_v<Mesh, shape<Ms...>> = Mesh::template mask_v<Ms...>;
+}  // namespace detail
 
 /// Reduction operators of allreduce and reduce_scatter.
 namespace op {
@@ -109,6 +118,26 @@ struct allreduce<over<Ms...>, Op> {
                            typename Op::template boost_op<T>());
   }
 };
+
+namespace detail {
+// allreduce_sum(m, mask, data): allreduce<over<...>, op::sum>::run(m, data) over the mesh dims
+// in the bit set mask, known at run time (a gradient's pending partial sums); none: nothing
+template <class Mesh, class T>
+void allreduce_sum(const Mesh& m, unsigned mask, std::span<T> data) {
+  if (mask == 0) return;
+  const auto& comm = m.communicator(mask);
+  const std::size_t p = static_cast<std::size_t>(comm.size());
+  if (data.size() > static_cast<std::size_t>(INT_MAX)) {  // the same on every rank
+    throw error("meshpp::allreduce: " + std::to_string(data.size()) +
+                " values on this rank are more than one MPI call can carry");
+  }
+  m.counters().record(collective::allreduce, mask, data.size(),
+                      2 * (p - 1) * detail::bytes<T>(data.size()) / p);
+  if (p == 1 || data.empty()) return;
+  boost::mpi::all_reduce(comm, boost::mpi::inplace(data.data()), static_cast<int>(data.size()),
+                         std::plus<T>());
+}
+}  // namespace detail
 
 template <class Over>
 struct allgather;

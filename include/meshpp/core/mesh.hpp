@@ -168,6 +168,15 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
     return state_->groups.at(mask);
   }
 
+  /// leads(mask): this rank is the first of its group over the mesh dims in mask (coordinate 0
+  /// along each): where a value that every member holds whole joins a sum of partial values
+  bool leads(unsigned mask) const {
+    for (std::size_t i = 0; i < ndims; ++i) {
+      if ((mask & (1u << i)) && state_->coordinates[i] != 0) return false;
+    }
+    return true;
+  }
+
   // names(): the mesh dims' printable names
   static constexpr std::array<std::string_view, ndims> names() { return {MeshDims::name()...}; }
 

@@ -20,9 +20,10 @@
 // its data-parallel one the batch over rows):
 //   q, k, v, s, p, o   local: every einsum keeps Heads (and the batch) in its output
 //   y                  contracts Heads: allreduce over cols of the [X, Length, Model] slice
-//   backward           dx sums three einsums that contract Heads (q, k, v): three allreduces
-//                      over cols; dwq..dwo contract the batch: allreduce over rows of each
-//                      weight's slice (the data-parallel gradient sum)
+//   backward           dx sums three einsums that contract Heads (q, k, v): their partial sums
+//                      add up locally, then one allreduce over cols (deferred sums,
+//                      autodiff/traced.hpp); dwq..dwo contract the batch: partial sums over
+//                      rows, summed in backward()'s bucket (the data-parallel gradient sum)
 // The weights are Glorot-uniform from the seed (seed, seed + 1, seed + 2, seed + 3 for wq, wk,
 // wv, wo), generated from the global index: the same under every layout and rank count.
 #pragma once

@@ -154,8 +154,8 @@ struct activation_gradient_from_unbiased_input {
 
 // bias_activation<Act>(z, b): Act(z + b) as ONE recorded node (z traced, b a variable, traced
 // tensor or plain tensor over a subset of z's dims). Forward: one fused pass; backward: one pass
-// dz = g * Act'(z + b), sent to z as is and to b summed over the dims b lacks (an allreduce over
-// the mesh dims they are split over). No other communication.
+// dz = g * Act'(z + b), sent to z as is and to b summed over the dims b lacks (partial sums
+// over the mesh dims they are split over, summed once, deferred). No other communication.
 template <class Act, class Z, class B>
 requires is_traced_v<Z> && detail::traced_or_tensor<B>
 auto bias_activation(const Z& z, const B& b) {

@@ -26,6 +26,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "meshpp/comm/collectives.hpp"
@@ -281,9 +282,11 @@ auto reduce_scatter_all(const X& x, layout<R, Rest...>*) {
 }
 
 // einsum2<Out, OutRules>(a, b): the work of einsum<Out>(a, b) (OutRules void) or
-// einsum<Out, OutRules>(a, b), once the checks there have passed
+// einsum<Out, OutRules>(a, b), once the checks there have passed. With `deferred` (OutRules
+// void only), the final allreduce is left to the caller: the result holds partial sums over
+// the mesh dims *deferred names.
 template <class Out, class OutRules, class A, class B>
-auto einsum2(const A& a_in, const B& b_in) {
+auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
   const auto& a = as_expression(a_in);
   const auto& b = as_expression(b_in);
   using XA = std::remove_cvref_t<decltype(a)>;
@@ -381,6 +384,10 @@ auto einsum2(const A& a_in, const B& b_in) {
   mesh.counters().record_einsum(2ull * nb * m * n * k);
 
   if constexpr (std::is_void_v<OutRules>) {
+    if (deferred) {
+      *deferred = mesh_mask_v<Mesh, typename plan::summed_mesh_dims>;
+      return out;
+    }
     allreduce<over_t<typename plan::summed_mesh_dims>, op::sum>::run(
         mesh, std::span(out.local().data(), out.local().size()));
     return out;
@@ -392,6 +399,18 @@ auto einsum2(const A& a_in, const B& b_in) {
         mesh, std::span(out.local().data(), out.local().size()));
     return relayout<requested>(reduce_scatter_all(out, static_cast<typename sp::rules*>(nullptr)));
   }
+}
+
+// einsum_partial<Out>(a, b): einsum<Out>(a, b) before its final allreduce, and the mesh dims
+// (a bit set) that allreduce would run over: for a caller that adds several such results and
+// sums them across ranks once (gradients, autodiff/traced.hpp)
+template <class Out, class A, class B>
+auto einsum_partial(const A& a, const B& b) {
+  static_assert(einsum_check<Out, A, B>::ok,
+                "meshpp::einsum_partial<Out>(a, b): einsum<Out>(a, b) is not legal");
+  unsigned mask = 0;
+  auto out = einsum2<Out, void>(a, b, &mask);
+  return std::pair{std::move(out), mask};
 }
 
 }  // namespace detail

@@ -80,14 +80,16 @@ class slot : public slot_base {
 
   const node_base* node() const override { return variable_.node().get(); }
   const std::string& name() const override { return variable_.name(); }
-  bool has_grad() const override { return variable_.grad().has_value(); }
+  // has_grad() and check() read the gradient's presence, sizes and mesh, which are known while
+  // its bucket still sums it; update() waits for that bucket (through grad())
+  bool has_grad() const override { return variable_.node()->grad.has_value(); }
   void clear_grad() override { variable_.zero_grad(); }
 
   // The gradient has the variable's type; sizes and mesh are what can still differ (a grad()
   // assigned by hand). Both are the same on every rank, so every rank throws alike.
   void check() const override {
     const Tensor& v = variable_.value();
-    const Tensor& g = *variable_.grad();
+    const Tensor& g = *variable_.node()->grad;
     if (!(g.mesh() == v.mesh())) {
       throw error("meshpp::optimizer::step(): the gradient of variable '" + name() +
                   "' lives on another mesh than the variable");

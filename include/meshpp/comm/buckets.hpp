@@ -1,0 +1,246 @@
+// meshpp/comm/buckets.hpp — gradients summed in buckets: one nonblocking allreduce
+// (MPI_Iallreduce) of a flat buffer for many gradients, started while backward goes on.
+//
+//   bucket_queue q(4 << 20);                      // a bucket starts once it holds 4 MiB
+//   auto b = q.add(mesh, mask, span_of_values);   // joins the open bucket of its group and type
+//   q.poll();                                     // lets started buckets progress
+//   q.flush();                                    // starts every bucket still open
+//   b->wait();                                    // the span now holds the sums over the group
+//
+// A data-parallel step used to make one blocking allreduce per parameter (30 for a two-layer
+// Transformer); a bucket makes one for all the gradients that need the same sum, and the
+// buckets that fill early run while the rest of backward computes. Buckets of one group and
+// value type start in the order they fill, and every rank fills them in the same order (the
+// gradient graph is the same everywhere), so every rank issues the same collectives in the
+// same order on each communicator, as MPI requires.
+//
+// Counters (comm/counters.hpp): one allreduce call per bucket, its values the sum of its
+// spans' sizes, recorded when it starts. A bucket over mesh dims of size 1 is counted and
+// sends nothing. Open MPI advances a nonblocking collective only inside MPI calls, hence
+// poll(): backward calls it after each node.
+#pragma once
+
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <mpi.h>
+#include <boost/mpi/communicator.hpp>
+#include <boost/mpi/datatype.hpp>
+
+#include "meshpp/comm/counters.hpp"
+#include "meshpp/core/error.hpp"
+
+namespace meshpp::detail {
+
+// check_mpi(rc, call): throws meshpp::error naming the MPI call unless rc is MPI_SUCCESS
+inline void check_mpi(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(rc, text, &length) != MPI_SUCCESS) length = 0;
+  throw error(std::string("meshpp: ") + call + " failed: " + std::string(text, length));
+}
+
+/// @brief One flat buffer of values of one type, summed over one group of ranks by one
+/// MPI_Iallreduce. The spans added to it belong to their callers, who leave them alone
+/// between add() and wait(). A bucket of one span is reduced in place (no copies).
+class allreduce_bucket {
+ public:
+  allreduce_bucket(const boost::mpi::communicator& group, MPI_Datatype type, std::size_t value_size,
+                   counters& c, unsigned mask)
+      : group_(group), type_(type), value_size_(value_size), counters_(&c), mask_(mask) {}
+  allreduce_bucket(const allreduce_bucket&) = delete;
+  allreduce_bucket& operator=(const allreduce_bucket&) = delete;
+  // a bucket in flight is finished before its spans can go away (one never started is not
+  // started here: a destructor runs on one rank's schedule, a collective needs all ranks')
+  ~allreduce_bucket() {
+    if (!in_flight_ || mpi_finalized()) return;
+    MPI_Wait(&request_, MPI_STATUS_IGNORE);  // nothing to report to from a destructor
+  }
+
+  MPI_Comm group() const { return group_; }
+  MPI_Datatype type() const { return type_; }
+  bool started() const { return started_; }
+  std::size_t bytes() const { return values_ * value_size_; }
+
+  // add(data, count): count values at data join the sum (before start())
+  void add(void* data, std::size_t count) {
+    spans_.push_back({static_cast<std::byte*>(data), count});
+    values_ += count;
+  }
+
+  // forget(data): the span at data is about to go away (its gradient was cleared or its node
+  // destroyed): a bucket in flight finishes first (MPI may be writing there); one not yet
+  // started sums zeros in its place, so every rank still sends the same count. Never throws.
+  void forget(const void* data) noexcept {
+    if (in_flight_ && !mpi_finalized() && MPI_Wait(&request_, MPI_STATUS_IGNORE) == MPI_SUCCESS)
+      finish();
+    for (auto& s : spans_) {
+      if (s.data == data) s.data = nullptr;
+    }
+  }
+
+  // start(): counts the collective, packs the spans, starts the nonblocking allreduce
+  void start() {
+    if (started_) return;
+    started_ = true;
+    const auto p = static_cast<std::uint64_t>(group_.size());
+    // (bucket_queue::add keeps a bucket within one MPI call's count: checked before)
+    counters_->record(collective::allreduce, mask_, values_,
+                      2 * (p - 1) * static_cast<std::uint64_t>(bytes()) / p);
+    if (p == 1 || values_ == 0) return;
+    void* data = spans_.front().data;
+    if (spans_.size() > 1 || !data) {
+      flat_ = std::make_unique<std::byte[]>(bytes());
+      std::size_t at = 0;
+      for (const auto& s : spans_) {
+        if (s.data)
+          std::memcpy(flat_.get() + at, s.data, s.count * value_size_);
+        else
+          std::memset(flat_.get() + at, 0, s.count * value_size_);  // forgotten: zeros
+        at += s.count * value_size_;
+      }
+      data = flat_.get();
+    }
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(values_), type_, MPI_SUM,
+                             group_, &request_),
+              "MPI_Iallreduce");
+    in_flight_ = true;
+  }
+
+  // poll(): one MPI_Test, which lets the reduction advance; true once it is complete
+  bool poll() {
+    if (!in_flight_) return started_;
+    int done = 0;
+    check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) finish();
+    return done != 0;
+  }
+
+  // wait(): starts the bucket if it is not yet, waits for the sums and puts them in the spans
+  void wait() {
+    start();
+    if (!in_flight_) return;
+    check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+    finish();
+  }
+
+ private:
+  static bool mpi_finalized() noexcept {
+    int done = 0;
+    return MPI_Finalized(&done) != MPI_SUCCESS || done != 0;
+  }
+  struct span {
+    std::byte* data;
+    std::size_t count;
+  };
+  void finish() {
+    in_flight_ = false;
+    if (!flat_) return;
+    std::size_t at = 0;
+    for (const auto& s : spans_) {
+      if (s.data) std::memcpy(s.data, flat_.get() + at, s.count * value_size_);
+      at += s.count * value_size_;
+    }
+    flat_.reset();
+  }
+
+  boost::mpi::communicator group_;
+  MPI_Datatype type_;
+  std::size_t value_size_;
+  counters* counters_;
+  unsigned mask_;
+  std::vector<span> spans_;
+  std::size_t values_ = 0;
+  std::unique_ptr<std::byte[]> flat_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  bool started_ = false;
+  bool in_flight_ = false;
+};
+
+/// @brief The buckets of one backward pass: one open bucket per group and value type, started
+/// when it reaches the size limit or at flush(), in the order they fill.
+class bucket_queue {
+ public:
+  // bucket_queue(limit_bytes): a bucket starts once it holds at least limit_bytes (0: every
+  // gradient is its own bucket, started at once)
+  explicit bucket_queue(std::size_t limit_bytes) : limit_(limit_bytes) {}
+  bucket_queue(const bucket_queue&) = delete;
+  bucket_queue& operator=(const bucket_queue&) = delete;
+  // an unfinished pass (an exception) leaves its open buckets unstarted: their owners start
+  // them when they wait, as every rank does alike
+  ~bucket_queue() = default;
+
+  // add(mesh, mask, values): the values (a gradient's local slice: partial sums over the mesh
+  // dims in mask) join a bucket; the bucket is returned for the owner to wait on
+  template <class Mesh, class T>
+  std::shared_ptr<allreduce_bucket> add(const Mesh& m, unsigned mask, std::span<T> values) {
+    constexpr std::size_t most = INT_MAX;  // values one MPI call can carry
+    if (values.size() > most) {  // the same sizes on every rank: every rank throws here
+      throw error("meshpp::backward: a gradient of " + std::to_string(values.size()) +
+                  " values on this rank is more than one MPI call can carry (" +
+                  std::to_string(most) + ")");
+    }
+    // the mesh keeps one communicator per set of mesh dims: the same group, the same handle
+    const boost::mpi::communicator& group = m.communicator(mask);
+    const MPI_Datatype type = boost::mpi::get_mpi_datatype<T>();
+    std::shared_ptr<allreduce_bucket> b;
+    for (const auto& o : open_) {
+      // (a bucket waited for early, by its owner, has started: it takes no more)
+      if (!o->started() && o->group() == MPI_Comm(group) && o->type() == type) {
+        b = o;
+        break;
+      }
+    }
+    if (b && b->bytes() / sizeof(T) + values.size() > most) {
+      start(b);  // full as far as MPI counts go
+      b.reset();
+    }
+    if (!b) {
+      b = std::make_shared<allreduce_bucket>(group, type, sizeof(T), m.counters(), mask);
+      open_.push_back(b);
+    }
+    b->add(values.data(), values.size());
+    if (b->bytes() >= limit_) start(b);
+    return b;
+  }
+
+  // poll(): lets every started bucket advance
+  void poll() {
+    for (std::size_t i = 0; i < running_.size();) {
+      if (running_[i]->poll()) {
+        running_[i] = std::move(running_.back());
+        running_.pop_back();
+      } else {
+        ++i;
+      }
+    }
+  }
+
+  // flush(): starts every open bucket, in the order they were opened
+  void flush() {
+    auto open = std::move(open_);
+    open_.clear();
+    for (auto& b : open) start(b);
+  }
+
+ private:
+  void start(const std::shared_ptr<allreduce_bucket>& b) {
+    std::erase(open_, b);
+    b->start();
+    running_.push_back(b);
+  }
+
+  std::size_t limit_;
+  std::vector<std::shared_ptr<allreduce_bucket>> open_;
+  std::vector<std::shared_ptr<allreduce_bucket>> running_;
+};
+
+}  // namespace meshpp::detail
