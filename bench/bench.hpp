@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
+
 #include <boost/mpi/collectives/all_reduce.hpp>
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/operations.hpp>
@@ -60,6 +62,17 @@ times compare(const boost::mpi::communicator& comm, M&& meshpp, B&& baseline,
     b.push_back(timed(comm, baseline));
   }
   return {median(a), median(b)};
+}
+
+// peak_resident_mib(comm): the largest peak resident memory over the ranks, in MiB
+// (getrusage's ru_maxrss, kilobytes on Linux)
+inline double peak_resident_mib(const boost::mpi::communicator& comm) {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  const double mine = static_cast<double>(u.ru_maxrss) / 1024.0;
+  double largest = 0;
+  boost::mpi::all_reduce(comm, mine, largest, boost::mpi::maximum<double>());
+  return largest;
 }
 
 inline void print(const boost::mpi::communicator& comm, const std::string& bench,

@@ -1,19 +1,24 @@
-// training: one SGD step of the Mesh-TensorFlow README's MNIST network (examples/mnist.cpp),
-// data-parallel over every rank, against the same step written by hand with raw cblas_sgemm
-// and one raw MPI_Allreduce of the gradients (the loss's scalar sum too, as meshpp's
-// reduce_mean does), in the same run.
+// training: one training step (SGD or Adam) of the Mesh-TensorFlow README's MNIST network
+// (examples/mnist.cpp), data-parallel over every rank, against the same step written by hand
+// with raw cblas_sgemm, one raw MPI_Allreduce of the gradients (the loss's scalar sum too, as
+// meshpp's reduce_mean does) and the optimizer as a plain loop, in the same run.
 //
 //   images[batch, rows, cols] w1[rows, cols, hidden] w2[hidden, classes], batch split over all
-//   meshpp: relu(einsum) -> einsum -> softmax_cross_entropy -> reduce_mean -> backward -> sgd
+//   meshpp: relu(einsum) -> einsum -> softmax_cross_entropy -> reduce_mean -> backward -> step
 //
-// Prints the usual bench line plus examples per second of both; bench/run puts the 1-rank and
-// n-rank lines side by side to give the scaling efficiency (n-rank rate / (n x 1-rank rate)).
-//   mpiexec -n 2 build/bench/training [--batch 100] [--hidden 1024]
+// Prints the usual bench line plus examples per second of both, the share of meshpp's step
+// spent in the optimizer's update (timed inside the step, after the gradients are complete),
+// and each rank's peak resident memory (getrusage, the largest over the ranks). bench/run puts
+// the 1-rank and n-rank lines side by side to give the scaling efficiency (n-rank rate /
+// (n x 1-rank rate)).
+//   mpiexec -n 2 build/bench/training [--batch 100] [--hidden 1024] [--optimizer sgd|adam]
 #include <meshpp/meshpp.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,13 +38,16 @@ MESHPP_DIM(all);
 namespace {
 constexpr std::size_t side = 28, pixels = side * side, nclasses = 10;
 constexpr float learning_rate = 0.1f;
+constexpr float adam_rate = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;
 
 // The hand-written step on this rank's rows of the batch: plain arrays, cblas_sgemm, one
 // MPI_Allreduce for both weight gradients and one for the loss.
 struct by_hand {
   std::size_t b, local_b, h;
-  std::vector<float> x, w1, w2, hid, logits, dlogits, dhid, grads;
+  bool adam = false;
+  std::vector<float> x, w1, w2, hid, logits, dlogits, dhid, grads, m, v;
   std::vector<int> labels;
+  long t = 0;
 
   void step() {
     const int lb = static_cast<int>(local_b), nh = static_cast<int>(h), np = int(pixels),
@@ -76,8 +84,22 @@ struct by_hand {
                 dhid.data(), nh, 0.0f, dw1, nh);
     MPI_Allreduce(MPI_IN_PLACE, grads.data(), static_cast<int>(grads.size()), MPI_FLOAT, MPI_SUM,
                   MPI_COMM_WORLD);
-    for (std::size_t i = 0; i < w1.size(); ++i) w1[i] -= learning_rate * dw1[i];
-    for (std::size_t i = 0; i < w2.size(); ++i) w2[i] -= learning_rate * dw2[i];
+    if (!adam) {
+      for (std::size_t i = 0; i < w1.size(); ++i) w1[i] -= learning_rate * dw1[i];
+      for (std::size_t i = 0; i < w2.size(); ++i) w2[i] -= learning_rate * dw2[i];
+      return;
+    }
+    // Adam as a plain loop over [w1 | w2], the gradients in the same order
+    ++t;
+    const float c1 = 1.0f / (1.0f - std::pow(beta1, float(t)));
+    const float c2 = 1.0f / (1.0f - std::pow(beta2, float(t)));
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      float& p = i < w1.size() ? w1[i] : w2[i - w1.size()];
+      const float g = grads[i];
+      m[i] = beta1 * m[i] + (1 - beta1) * g;
+      v[i] = beta2 * v[i] + (1 - beta2) * g * g;
+      p -= adam_rate * (m[i] * c1) / (std::sqrt(v[i] * c2) + epsilon);
+    }
   }
 };
 }  // namespace
@@ -85,15 +107,19 @@ struct by_hand {
 int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   std::size_t b = 100, h = 1024;
+  std::string optimizer = "sgd";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--batch")
       b = std::stoul(argv[i + 1]);
     else if (a == "--hidden")
       h = std::stoul(argv[i + 1]);
+    else if (a == "--optimizer" && (argv[i + 1] == std::string("sgd") || argv[i + 1] == std::string("adam")))
+      optimizer = argv[i + 1];
     else
-      throw mp::error("training: unknown argument '" + a + "'");
+      throw mp::error("training: unknown argument '" + a + "' (or a bad value for it)");
   }
+  const bool adam = optimizer == "adam";
   const int n = boost::mpi::communicator().size();
   using mesh_t = mp::mesh<mp::axes<all>, mp::layout<mp::split<batch, all>>>;
   mesh_t mesh({n});
@@ -107,13 +133,22 @@ int main(int argc, char** argv) {
       mesh, sizes, [](const auto& i) { return static_cast<std::int32_t>(i[0] * 7 % nclasses); });
   mp::variable w1(mp::random_uniform<float, rows, cols, hidden>(mesh, sizes, 1, -l1, l1), "w1");
   mp::variable w2(mp::random_uniform<float, hidden, classes>(mesh, sizes, 2, -l2, l2), "w2");
-  mp::sgd opt({.learning_rate = learning_rate}, w1, w2);
+  std::unique_ptr<mp::optimizer> opt;
+  if (adam)
+    opt = std::make_unique<mp::adam>(mp::adam_options{.learning_rate = adam_rate}, w1, w2);
+  else
+    opt = std::make_unique<mp::sgd>(mp::sgd_options{.learning_rate = learning_rate}, w1, w2);
+  std::vector<double> update_s;  // the optimizer's update alone, per meshpp step
   auto meshpp_step = [&] {
     auto hid = mp::relu(mp::einsum<mp::shape<batch, hidden>>(x, w1));
     auto logits = mp::einsum<mp::shape<batch, classes>>(hid, w2);
     auto loss = mp::reduce_mean(mp::softmax_cross_entropy<classes>(logits, y));
     mp::backward(loss);
-    opt.step();
+    (void)w1.grad();  // the gradients' sums complete here, so the update alone is timed below
+    (void)w2.grad();
+    const auto t0 = std::chrono::steady_clock::now();
+    opt->step();
+    update_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   };
 
   // by hand: the same values in plain arrays (this rank's rows of x and labels)
@@ -127,17 +162,23 @@ int main(int argc, char** argv) {
   hand.logits.resize(hand.local_b * nclasses);
   hand.dlogits.resize(hand.local_b * nclasses);
   hand.grads.resize(pixels * h + h * nclasses);
+  hand.adam = adam;
+  hand.m.assign(hand.grads.size(), 0.0f);
+  hand.v.assign(hand.grads.size(), 0.0f);
 
   const auto t = bench::compare(mesh.world(), meshpp_step, [&] { hand.step(); });
-  const std::string name = "mnist model SGD step, batch " + std::to_string(b) + ", hidden " +
-                           std::to_string(h) + ", data-parallel";
+  const double update = bench::median(update_s);
+  const double peak_mib = bench::peak_resident_mib(mesh.world());
+  const std::string name = "mnist model " + std::string(adam ? "Adam" : "SGD") + " step, batch " +
+                           std::to_string(b) + ", hidden " + std::to_string(h) + ", data-parallel";
   if (mesh.rank() == 0) {
     std::printf(
         "{\"bench\": \"training\", \"case\": \"%s\", \"ranks\": %d, \"meshpp_s\": %.6e, "
         "\"baseline\": \"cblas_sgemm + MPI_Allreduce\", \"baseline_s\": %.6e, \"time_ratio\": "
-        "%.4f, \"examples_per_second\": %.1f, \"baseline_examples_per_second\": %.1f}\n",
+        "%.4f, \"examples_per_second\": %.1f, \"baseline_examples_per_second\": %.1f, "
+        "\"update_s\": %.6e, \"update_share\": %.4f, \"peak_rss_mib\": %.1f}\n",
         name.c_str(), n, t.meshpp_s, t.baseline_s, t.meshpp_s / t.baseline_s,
-        double(b) / t.meshpp_s, double(b) / t.baseline_s);
+        double(b) / t.meshpp_s, double(b) / t.baseline_s, update, update / t.meshpp_s, peak_mib);
   }
   return 0;
 }
