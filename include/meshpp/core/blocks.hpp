@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <new>
+#include <type_traits>
 
 namespace meshpp::detail {
 
@@ -93,5 +95,29 @@ class scratch {
   std::unique_ptr<T[]> data_;
   std::size_t size_ = 0;
 };
+
+/// staging<T, Use>(n): this thread's buffer of at least n values for `Use`, kept from call to
+/// call, for values packed for one piece of a collective or received before they are unpacked.
+/// Kept, because a buffer allocated and freed on every call may go back to the system and be
+/// faulted in again each time (relayouts in a loop measured up to 1.1x slower so). Callers
+/// bound n (the buffer never shrinks) and use one Use type per buffer they need at once.
+template <class T, class Use>
+T* staging(std::size_t n) {
+  static_assert(std::is_trivially_default_constructible_v<T> && std::is_trivially_destructible_v<T>,
+                "meshpp::detail::staging<T, Use>: T must be a trivial type (its values are "
+                "copied in bytewise)");
+  struct aligned_delete {
+    void operator()(T* p) const { ::operator delete[](p, std::align_val_t{64}); }
+  };
+  thread_local std::unique_ptr<T[], aligned_delete> buffer;
+  thread_local std::size_t size = 0;
+  if (n > size) {
+    buffer.reset();
+    size = 0;
+    buffer.reset(static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{64})));
+    size = n;
+  }
+  return buffer.get();
+}
 
 }  // namespace meshpp::detail
