@@ -1,7 +1,9 @@
 // relayout: an activation [batch, d_model] switched between data parallelism (batch:all) and
 // model parallelism (d_model:all), as GSPMD-style models do between layers, against a raw
 // MPI_Alltoall of the same bytes (without the packing and unpacking relayout must do to put
-// every block where its layout says).
+// every block where its layout says). One sent block of [batch/all, d_model] is strided, its
+// received one is not; and the other way back. Then [batch, seq, d_model] switched between
+// seq:all and d_model:all, where the blocks are strided on both sides.
 #include <meshpp/meshpp.hpp>
 
 #include <string>
@@ -14,11 +16,13 @@
 namespace mp = meshpp;
 MESHPP_DIM(batch);
 MESHPP_DIM(d_model);
+MESHPP_DIM(seq);
 MESHPP_DIM(all);
 
 using mesh_t = mp::mesh<mp::axes<all>, mp::layout<mp::split<batch, all>>>;
 using data_parallel = mp::layout<mp::split<batch, all>>;
 using model_parallel = mp::layout<mp::split<d_model, all>>;
+using sequence_parallel = mp::layout<mp::split<seq, all>>;
 
 int main(int argc, char** argv) {
   mp::environment env(argc, argv);
@@ -48,6 +52,29 @@ int main(int argc, char** argv) {
         });
     bench::print(mesh.world(), "relayout", "d_model:all -> batch:all " + name, "MPI_Alltoall",
                  to_data);
+  }
+  {
+    const auto sizes = mp::extents{batch{} = 8, seq{} = 512, d_model{} = 1024};
+    const auto by_seq = mp::relayout<sequence_parallel>(
+        mp::random_normal<float, batch, seq, d_model>(mesh, sizes, 2));
+    const auto by_model = mp::relayout<model_parallel>(by_seq);
+    if (!(mp::gather(by_model) == mp::gather(by_seq))) {
+      throw mp::error("relayout bench: results differ");
+    }
+    std::vector<float> send(by_seq.local().size()), recv(send.size());
+    const int block = static_cast<int>(send.size()) / n;
+    const std::string name = "[batch 8, seq 512, d_model 1024] float";
+    auto baseline = [&] {
+      MPI_Alltoall(send.data(), block, MPI_FLOAT, recv.data(), block, MPI_FLOAT, MPI_COMM_WORLD);
+    };
+    const auto to_model = bench::compare(
+        mesh.world(), [&] { auto t = mp::relayout<model_parallel>(by_seq); }, baseline);
+    bench::print(mesh.world(), "relayout", "seq:all -> d_model:all " + name, "MPI_Alltoall",
+                 to_model);
+    const auto to_seq = bench::compare(
+        mesh.world(), [&] { auto t = mp::relayout<sequence_parallel>(by_model); }, baseline);
+    bench::print(mesh.world(), "relayout", "d_model:all -> seq:all " + name, "MPI_Alltoall",
+                 to_seq);
   }
   return 0;
 }

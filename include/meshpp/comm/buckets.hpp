@@ -34,19 +34,11 @@
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/datatype.hpp>
 
+#include "meshpp/comm/collectives.hpp"
 #include "meshpp/comm/counters.hpp"
 #include "meshpp/core/error.hpp"
 
 namespace meshpp::detail {
-
-// check_mpi(rc, call): throws meshpp::error naming the MPI call unless rc is MPI_SUCCESS
-inline void check_mpi(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  if (MPI_Error_string(rc, text, &length) != MPI_SUCCESS) length = 0;
-  throw error(std::string("meshpp: ") + call + " failed: " + std::string(text, length));
-}
 
 /// @brief One flat buffer of values of one type, summed over one group of ranks by one
 /// MPI_Iallreduce. The spans added to it belong to their callers, who leave them alone

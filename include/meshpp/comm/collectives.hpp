@@ -4,6 +4,7 @@
 //   allreduce<over<rows, cols>, op::max>::run(mesh, span)
 //   allgather<over<cols>>::run(mesh, in, out)              out: blocks in mesh-coordinate order
 //   alltoall<over<cols>>::run(mesh, in, out)
+//   alltoall<over<cols>>::run_in_pieces(mesh, values, move)  blocks wherever the caller keeps them
 //   reduce_scatter<over<rows>>::run(mesh, in, out)         sum; block j to group member j
 //   broadcast<over<rows>>::run(mesh, span, root)           root: a rank of the group
 //
@@ -12,10 +13,13 @@
 // call is recorded in the mesh's counters, even over mesh dims of size 1 (the values are part
 // of the operation's semantics, as in the paper's Table 1); an allreduce over no mesh dims at
 // all is no collective and is neither run nor counted. Boost.MPI is used where it has the
-// collective (all_reduce, all_gather, all_to_all, broadcast); MPI_Reduce_scatter_block goes through
-// the communicator's MPI_Comm. Buffers are passed to MPI as they are: no staging copies.
+// collective (all_reduce, all_gather, all_to_all, broadcast); MPI_Reduce_scatter_block and
+// MPI_Alltoallv go through the communicator's MPI_Comm, their return codes checked (Boost.MPI's
+// environment makes MPI return errors rather than abort). Buffers are passed to MPI as they
+// are: no staging copies.
 #pragma once
 
+#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +27,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <mpi.h>
 #include <boost/mpi/collectives/all_gather.hpp>
@@ -98,6 +103,76 @@ template <class T>
 std::uint64_t bytes(std::size_t n) {
   return static_cast<std::uint64_t>(n) * sizeof(T);
 }
+
+// check_mpi(code, call): throws meshpp::error naming the MPI call unless it succeeded. Unlike
+// meshpp's checks of sizes, such a failure need not happen on every rank alike.
+inline void check_mpi(int code, const char* call) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
+  throw error(std::string("meshpp: ") + call + " failed: " +
+              (length > 0 ? std::string(text, static_cast<std::size_t>(length))
+                          : "error code " + std::to_string(code)));
+}
+
+/// alltoall_exchange<T>: one piece of an alltoall among the members of `comm`: n values to every
+/// other member j, read at send + send_offsets[j], and n values from every other member j, written
+/// at recv + recv_offsets[j] (offsets in values). This member's own entries are ignored: its block
+/// never leaves the rank, and the caller copies it. One MPI_Alltoallv per piece, whose int counts
+/// and displacements are measured from the lowest block, so only the span of one piece's blocks
+/// must fit in an int, not the offsets into the whole buffer.
+template <class T>
+class alltoall_exchange {
+ public:
+  explicit alltoall_exchange(const boost::mpi::communicator& comm)
+      : comm_(comm),
+        me_(static_cast<std::size_t>(comm.rank())),
+        p_(static_cast<std::size_t>(comm.size())),
+        send_counts_(p_),
+        send_displs_(p_),
+        recv_counts_(p_),
+        recv_displs_(p_) {}
+
+  void operator()(const T* send, const std::size_t* send_offsets, T* recv,
+                  const std::size_t* recv_offsets, std::size_t n) {
+    if (p_ == 1 || n == 0) return;
+    const std::size_t send_low = lowest(send_offsets), recv_low = lowest(recv_offsets);
+    for (std::size_t j = 0; j < p_; ++j) {
+      const bool other = j != me_;
+      send_counts_[j] = recv_counts_[j] = other ? to_int(n) : 0;
+      send_displs_[j] = other ? to_int(send_offsets[j] - send_low) : 0;
+      recv_displs_[j] = other ? to_int(recv_offsets[j] - recv_low) : 0;
+    }
+    const MPI_Datatype type = boost::mpi::get_mpi_datatype<T>();
+    check_mpi(MPI_Alltoallv(send + send_low, send_counts_.data(), send_displs_.data(), type,
+                            recv + recv_low, recv_counts_.data(), recv_displs_.data(), type,
+                            MPI_Comm(comm_)),
+              "MPI_Alltoallv");
+  }
+
+ private:
+  std::size_t lowest(const std::size_t* offsets) const {
+    std::size_t low = SIZE_MAX;
+    for (std::size_t j = 0; j < p_; ++j) {
+      if (j != me_) low = std::min(low, offsets[j]);
+    }
+    return low;
+  }
+  // The offsets and counts are the same on every member (they follow from shapes every rank
+  // has), so every member throws here together, before MPI is called.
+  static int to_int(std::size_t n) {
+    if (n > static_cast<std::size_t>(INT_MAX)) {
+      throw error("meshpp::alltoall: a piece spans " + std::to_string(n) +
+                  " values, more than MPI's int counts and displacements can address");
+    }
+    return static_cast<int>(n);
+  }
+
+  const boost::mpi::communicator& comm_;
+  std::size_t me_, p_;
+  std::vector<int> send_counts_, send_displs_, recv_counts_, recv_displs_;
+};
 }  // namespace detail
 
 template <class Over, class Op = op::sum>
@@ -187,6 +262,26 @@ struct alltoall<over<Ms...>> {
       return;
     }
     boost::mpi::all_to_all(comm, in.data(), static_cast<int>(in.size() / p), out.data());
+  }
+
+  // run_in_pieces<T>(mesh, values, move): the same alltoall of `values` values per member, for
+  // blocks that do not lie one after another in one buffer (a relayout's blocks are boxes of
+  // the tensor). Counted once, as run() counts it; move(exchange) moves the data, calling
+  // exchange(send, send_offsets, recv, recv_offsets, n) (detail::alltoall_exchange<T>) for each
+  // piece, and copies this member's own block itself.
+  template <class T, class Mesh, class Move>
+  static void run_in_pieces(const Mesh& m, std::size_t values, Move&& move) {
+    using g = detail::group_of<Mesh, Ms...>;
+    const auto& comm = g::comm(m);
+    const std::size_t p = static_cast<std::size_t>(comm.size());
+    if (values % p != 0) {
+      throw error("meshpp::alltoall: " + std::to_string(values) +
+                  " values do not split into blocks for the group size " + std::to_string(p));
+    }
+    m.counters().record(collective::alltoall, g::mask, values,
+                        (p - 1) * detail::bytes<T>(values) / p);
+    detail::alltoall_exchange<T> exchange(comm);
+    move(exchange);
   }
 };
 

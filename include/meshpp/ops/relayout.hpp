@@ -13,12 +13,17 @@
 // of dims trading mesh dims (x:rows, y:cols -> y:rows, x:cols) cannot be done by single-mesh-dim
 // alltoalls under block layouts, and is broken with one allgather (then alltoall, then slice).
 // Every collective goes through the policies of comm/collectives.hpp and is counted.
+// In an alltoall, this rank's own block is copied straight from the input to the result; the
+// other blocks go to and from MPI where they lie when they are one run of memory, and through a
+// small staging buffer, piece by piece, when they are strided (alltoall_step below).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <span>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "meshpp/comm/collectives.hpp"
@@ -139,9 +144,144 @@ std::array<std::size_t, N> extent_after(const Mesh& mesh, const relayout_step& s
   return ext;
 }
 
+// box_is_contiguous(shape, box): a box of these extents, anywhere in an array of `shape`, is
+// one run of memory (every dim after its first of extent above 1 is whole)
+template <std::size_t N>
+bool box_is_contiguous(const std::array<std::size_t, N>& shape,
+                       const std::array<std::size_t, N>& box) {
+  std::size_t i = 0;
+  while (i < N && box[i] == 1) ++i;
+  for (++i; i < N; ++i) {
+    if (box[i] != shape[i]) return false;
+  }
+  return true;
+}
+
+// The bytes an alltoall step stages at a time, in all its blocks together. Blocks that are
+// not one run of memory on this side are packed into (or unpacked from) a buffer this big, one
+// piece at a time: it stays in cache between the pack and the send (or the receive and the
+// unpack), and it is all a relayout of any size holds beyond its input and output. 1 MiB: at
+// 256 KiB the MPI call per piece cost more than the cache saved (measured at 2 ranks). A
+// variable, not a constant, so tests can move small tensors in many pieces; every rank of a
+// group must see the same value, or their pieces, and so their MPI calls, would not match.
+inline std::size_t alltoall_staging_bytes = std::size_t{1} << 20;
+
+// for_each_piece(box, budget, f): f(at, piece) for pieces of at most `budget` values (at
+// least one value each) that tile the box: whole inner dims, a range of one dim, single
+// indices of the dims outside it. A piece of a box that is one run of memory is one too.
+template <std::size_t N, class F>
+void for_each_piece(const std::array<std::size_t, N>& box, std::size_t budget, F&& f) {
+  if constexpr (N > 0) {
+    if (element_count(box) == 0) return;
+    std::size_t k = N - 1, inner = 1;  // inner: the values of dims after k
+    while (k > 0 && inner * box[k] <= budget) {
+      inner *= box[k];
+      --k;
+    }
+    const std::size_t rows = std::min(box[k], std::max<std::size_t>(1, budget / inner));
+    std::array<std::size_t, N> at{}, piece = box;
+    for (std::size_t i = 0; i < k; ++i) piece[i] = 1;
+    while (true) {
+      for (at[k] = 0; at[k] < box[k]; at[k] += rows) {
+        piece[k] = std::min(rows, box[k] - at[k]);
+        f(std::as_const(at), std::as_const(piece));
+      }
+      at[k] = 0;
+      std::size_t i = k;
+      while (true) {  // next index of the dims outside the pieces
+        if (i == 0) return;
+        --i;
+        if (++at[i] < box[i]) break;
+        at[i] = 0;
+      }
+    }
+  }
+}
+
+// offset_of(shape, at): the row-major offset of index `at`
+template <std::size_t N>
+std::size_t offset_of(const std::array<std::size_t, N>& shape,
+                      const std::array<std::size_t, N>& at) {
+  std::size_t o = 0;
+  for (std::size_t i = 0; i < N; ++i) o = o * shape[i] + at[i];
+  return o;
+}
+
+struct send_staging;
+struct receive_staging;
+
+// [a/m, b] |-> [a, b/m] over the members of M: block j of b (a box of src) to member j, and
+// member j's block into stripe j of a (a box of dst). This member's own block never leaves the
+// rank: it is copied from src to dst directly. The others go to MPI from where they lie when
+// they are one run of memory on that side (b, or a, outermost); otherwise they are packed (or
+// unpacked) piece by piece through a staging buffer of alltoall_staging_bytes, one
+// MPI_Alltoallv per piece, the own block's piece copied alongside. So every value is copied
+// once on each side, as MPI_Alltoall copies it, plus one copy in cache on the side where its
+// block is strided. MPI derived datatypes (MPI_Alltoallw of subarrays) would spare that copy
+// in principle, but Open MPI 4.1's shared-memory transport packs them through its own
+// fragments: measured at 2 ranks, from 10% faster to 1.35x slower than this, and 2-4.5x
+// slower in runs where writing memory that the other rank had just read was slow.
+template <class M, class Mesh, class T, std::size_t N>
+void alltoall_step(const Mesh& mesh, const relayout_step& s, const T* src,
+                   const std::array<std::size_t, N>& ext, T* dst,
+                   const std::array<std::size_t, N>& out_ext) {
+  const std::size_t p = static_cast<std::size_t>(mesh.template size<M>());
+  const std::size_t c = static_cast<std::size_t>(mesh.template coordinate<M>());
+  const auto arriving = static_cast<std::size_t>(s.arriving);
+  const auto leaving = static_cast<std::size_t>(s.leaving);
+  auto block = ext;  // every block, sent or received, has these extents
+  block[arriving] /= p;
+  // where block j lies in src (send) and in dst (receive), plus an index inside the block
+  auto send_at = [&](std::size_t j, std::array<std::size_t, N> at) {
+    at[arriving] += j * block[arriving];
+    return at;
+  };
+  auto recv_at = [&](std::size_t j, std::array<std::size_t, N> at) {
+    at[leaving] += j * block[leaving];
+    return at;
+  };
+  const std::array<std::size_t, N> zero{};
+  const bool send_direct = p == 1 || box_is_contiguous(ext, block);
+  const bool recv_direct = p == 1 || box_is_contiguous(out_ext, block);
+  const std::size_t block_size = element_count(block);
+  const std::size_t budget =
+      send_direct && recv_direct
+          ? block_size
+          : std::max<std::size_t>(1, alltoall_staging_bytes / sizeof(T) / (p - 1));
+  const std::size_t stage_size = (p - 1) * std::min(budget, block_size);
+  T* const send_stage = send_direct ? nullptr : staging<T, send_staging>(stage_size);
+  T* const recv_stage = recv_direct ? nullptr : staging<T, receive_staging>(stage_size);
+  alltoall<over<M>>::template run_in_pieces<T>(mesh, element_count(ext), [&](auto& exchange) {
+    std::vector<std::size_t> send_offsets(p), recv_offsets(p);
+    for_each_piece(block, budget, [&](const auto& at, const auto& piece) {
+      // own piece first: the rows of src it reads hold the others' pieces too
+      copy_box(src, ext, send_at(c, at), dst, out_ext, recv_at(c, at), piece);
+      const std::size_t n = element_count(piece);
+      for (std::size_t j = 0; j < p; ++j) {
+        if (j == c) continue;
+        const std::size_t slot = (j < c ? j : j - 1) * n;  // staged pieces: p - 1 in a row
+        if (send_direct) {
+          send_offsets[j] = offset_of(ext, send_at(j, at));
+        } else {
+          copy_box(src, ext, send_at(j, at), send_stage + slot, piece, zero, piece);
+          send_offsets[j] = slot;
+        }
+        recv_offsets[j] = recv_direct ? offset_of(out_ext, recv_at(j, at)) : slot;
+      }
+      exchange(send_direct ? src : send_stage, send_offsets.data(), recv_direct ? dst : recv_stage,
+               recv_offsets.data(), n);
+      if (!recv_direct) {
+        for (std::size_t j = 0; j < p; ++j) {
+          if (j == c) continue;
+          copy_box(recv_stage + recv_offsets[j], piece, zero, dst, out_ext, recv_at(j, at), piece);
+        }
+      }
+    });
+  });
+}
+
 // apply_step(mesh, s, src, src_ext, dst): one step, from src (extents src_ext) into dst
-// (extents extent_after(s, src_ext)). Blocks that are contiguous already go to and from MPI
-// in place; only the others are packed or unpacked (one copy).
+// (extents extent_after(s, src_ext)).
 template <class Mesh, class T, std::size_t N>
 void apply_step(const Mesh& mesh, const relayout_step& s, const T* src,
                 const std::array<std::size_t, N>& ext, T* dst) {
@@ -173,28 +313,7 @@ void apply_step(const Mesh& mesh, const relayout_step& s, const T* src,
         }
       }
     } else {
-      // [a/m, b] |-> [a, b/m]   block j of b to member j; member j's stripe of a back
-      auto chunk = ext;
-      chunk[s.arriving] /= p;
-      const std::size_t chunk_size = element_count(chunk);
-      const bool send_in_place = outermost(ext, s.arriving);
-      const bool recv_in_place = outermost(out_ext, s.leaving);
-      scratch<T> packed(send_in_place ? 0 : count), received(recv_in_place ? 0 : count);
-      if (!send_in_place) {
-        for (std::size_t j = 0; j < p; ++j) {
-          copy_box(src, ext, at(s.arriving, j * chunk[s.arriving]), packed.data() + j * chunk_size,
-                   chunk, zero, chunk);
-        }
-      }
-      T* into = recv_in_place ? dst : received.data();
-      alltoall<over<M>>::run(mesh, std::span<const T>(send_in_place ? src : packed.data(), count),
-                             std::span<T>(into, count));
-      if (!recv_in_place) {
-        for (std::size_t j = 0; j < p; ++j) {
-          copy_box(received.data() + j * chunk_size, chunk, zero, dst, out_ext,
-                   at(s.leaving, j * chunk[s.leaving]), chunk);
-        }
-      }
+      alltoall_step<M>(mesh, s, src, ext, dst, out_ext);
     }
   });
 }
