@@ -95,7 +95,10 @@ def ddp_worker(rank, world, args, out):
     median = timed_steps(step, dist.barrier, reduce_max)
     if rank == 0:
         out.put(median)
-    dist.destroy_process_group()
+    dist.barrier()
+    # not destroy_process_group(): a worker once spun in it for 20 minutes after its parent
+    # had printed and gone, taking a core from everything run after it
+    os._exit(0)
 
 
 def main():
