@@ -27,7 +27,6 @@
 // after each node.
 #pragma once
 
-#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -82,8 +81,10 @@ class allreduce_bucket {
   void forget(const void* data) noexcept {
     if (in_flight_ && !mpi_finalized() && MPI_Wait(&request_, MPI_STATUS_IGNORE) == MPI_SUCCESS)
       finish();
-    for (auto& s : spans_) {
-      if (s.data == data) s.data = nullptr;
+    for (auto* list : {&spans_, &flat_spans_}) {
+      for (auto& s : *list) {
+        if (s.data == data) s.data = nullptr;
+      }
     }
   }
 
@@ -199,9 +200,7 @@ class allreduce_bucket {
     if (!flat_) return;
     std::size_t at = 0;
     for (const auto& s : flat_spans_) {
-      const bool kept = std::any_of(spans_.begin(), spans_.end(),
-                                    [&](const span& o) { return o.data && o.data == s.data; });
-      if (s.data && kept) std::memcpy(s.data, flat_.get() + at, s.count * value_size_);
+      if (s.data) std::memcpy(s.data, flat_.get() + at, s.count * value_size_);
       at += s.count * value_size_;
     }
     flat_.reset();
