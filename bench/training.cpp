@@ -25,6 +25,7 @@
 #include <cblas.h>
 #include <mpi.h>
 
+#include "arguments.hpp"
 #include "bench.hpp"
 
 namespace mp = meshpp;
@@ -108,16 +109,21 @@ int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   std::size_t b = 100, h = 1024;
   std::string optimizer = "sgd";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--batch")
-      b = std::stoul(argv[i + 1]);
-    else if (a == "--hidden")
-      h = std::stoul(argv[i + 1]);
-    else if (a == "--optimizer" && (argv[i + 1] == std::string("sgd") || argv[i + 1] == std::string("adam")))
-      optimizer = argv[i + 1];
-    else
-      throw mp::error("training: unknown argument '" + a + "' (or a bad value for it)");
+  examples::arguments args("bench/training", argc, argv);
+  try {
+    while (args.next()) {
+      if (args.is("--batch"))
+        b = args.count();
+      else if (args.is("--hidden"))
+        h = args.count();
+      else if (args.is("--optimizer"))
+        optimizer = args.choice({"sgd", "adam"});
+      else
+        args.unknown();
+    }
+  } catch (const mp::error& e) {  // every rank reads the same arguments: each says why
+    std::fprintf(stderr, "rank %d: %s\n", boost::mpi::communicator().rank(), e.what());
+    return 1;
   }
   const bool adam = optimizer == "adam";
   const int n = boost::mpi::communicator().size();
@@ -152,7 +158,10 @@ int main(int argc, char** argv) {
   };
 
   // by hand: the same values in plain arrays (this rank's rows of x and labels)
-  by_hand hand{b, x.local_shape()[0], h, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  by_hand hand;
+  hand.b = b;
+  hand.local_b = x.local_shape()[0];
+  hand.h = h;
   hand.x.assign(x.local().data(), x.local().data() + x.local().size());
   hand.w1.assign(w1.value().local().data(), w1.value().local().data() + pixels * h);
   hand.w2.assign(w2.value().local().data(), w2.value().local().data() + h * nclasses);
