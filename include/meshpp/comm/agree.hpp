@@ -10,10 +10,9 @@
 #include <climits>
 #include <string>
 
-#include <boost/mpi/collectives/all_reduce.hpp>
 #include <boost/mpi/communicator.hpp>
-#include <boost/mpi/operations.hpp>
 
+#include "meshpp/comm/checked.hpp"
 #include "meshpp/core/error.hpp"
 
 namespace meshpp {
@@ -23,8 +22,8 @@ namespace meshpp {
 // others name the lowest rank that found one.
 inline void agree_or_throw(const boost::mpi::communicator& comm, const std::string& problem) {
   const int mine = problem.empty() ? INT_MAX : comm.rank();
-  int first = INT_MAX;
-  boost::mpi::all_reduce(comm, mine, first, boost::mpi::minimum<int>());
+  int first = mine;
+  detail::allreduce_values(MPI_Comm(comm), &first, 1, MPI_MIN, "agree_or_throw");
   if (first == INT_MAX) return;
   if (!problem.empty()) throw error(problem);
   throw error("meshpp: rank " + std::to_string(first) +

@@ -53,8 +53,9 @@ namespace meshpp::detail {
 class allreduce_bucket {
  public:
   allreduce_bucket(const boost::mpi::communicator& group, MPI_Datatype type, std::size_t value_size,
-                   counters& c, unsigned mask)
-      : group_(group), type_(type), value_size_(value_size), counters_(&c), mask_(mask) {}
+                   counters& c, call_site site)
+      : group_(group), type_(type), value_size_(value_size), counters_(&c), mask_(site.mask),
+        site_(site) {}
   allreduce_bucket(const allreduce_bucket&) = delete;
   allreduce_bucket& operator=(const allreduce_bucket&) = delete;
   // a bucket in flight is finished before its spans can go away (one never started is not
@@ -98,17 +99,18 @@ class allreduce_bucket {
       record(values_);
       return;
     }
-    if (now) {
+    if (now || values_ > mpi_count_limit) {  // (more than one call carries: in pieces, at once)
       sum_now();
       return;
     }
-    // (bucket_queue::add keeps a bucket within one MPI call's count)
     record(values_);
     void* data = spans_.front().data;
     if (spans_.size() > 1 || !data) data = pack(spans_);
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(values_), type_, MPI_SUM,
-                             group_, &request_),
-              "MPI_Iallreduce");
+    site_.count = values_;
+    before_collective(group_, site_);
+    checked(MPI_Iallreduce(MPI_IN_PLACE, data, as_count(values_), type_, MPI_SUM, group_,
+                           &request_),
+            "MPI_Iallreduce", site_);
     in_flight_ = true;
   }
 
@@ -116,7 +118,7 @@ class allreduce_bucket {
   bool poll() {
     if (!in_flight_) return started_;
     int done = 0;
-    check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    checked(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test", site_);
     if (done) finish();
     return done != 0;
   }
@@ -126,7 +128,7 @@ class allreduce_bucket {
   void wait() {
     start(true);
     if (!in_flight_) return;
-    check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+    checked(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait", site_);
     finish();
   }
 
@@ -169,9 +171,8 @@ class allreduce_bucket {
     for (const auto& s : spans_) {
       if (s.data && s.count * value_size_ >= own_call_bytes) {
         record(s.count);
-        check_mpi(MPI_Allreduce(MPI_IN_PLACE, s.data, static_cast<int>(s.count), type_, MPI_SUM,
-                                group_),
-                  "MPI_Allreduce");
+        site_.count = s.count;
+        allreduce_in_place(group_, s.data, s.count, type_, value_size_, MPI_SUM, site_);
       } else {
         small.push_back(s);
       }
@@ -181,8 +182,8 @@ class allreduce_bucket {
     for (const auto& s : small) count += s.count;
     record(count);
     void* data = pack(small);
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), type_, MPI_SUM, group_),
-              "MPI_Allreduce");
+    site_.count = count;
+    allreduce_in_place(group_, data, count, type_, value_size_, MPI_SUM, site_);
     finish();
   }
 
@@ -212,6 +213,7 @@ class allreduce_bucket {
   std::size_t value_size_;
   counters* counters_;
   unsigned mask_;
+  call_site site_;  // for messages and the debug mode's fingerprints
   std::vector<span> spans_;
   std::size_t values_ = 0;
   std::unique_ptr<std::byte[]> flat_;
@@ -238,12 +240,9 @@ class bucket_queue {
   // dims in mask) join a bucket; the bucket is returned for the owner to wait on
   template <class Mesh, class T>
   std::shared_ptr<allreduce_bucket> add(const Mesh& m, unsigned mask, std::span<T> values) {
-    constexpr std::size_t most = INT_MAX;  // values one MPI call can carry
-    if (values.size() > most) {  // the same sizes on every rank: every rank throws here
-      throw error("meshpp::backward: a gradient of " + std::to_string(values.size()) +
-                  " values on this rank is more than one MPI call can carry (" +
-                  std::to_string(most) + ")");
-    }
+    // A bucket stays within one MPI call's count where it can; a gradient larger than that
+    // alone is summed in pieces, with the blocking allreduce (allreduce_bucket::start)
+    const std::size_t most = mpi_count_limit;
     // the mesh keeps one communicator per set of mesh dims: the same group, the same handle
     const boost::mpi::communicator& group = m.communicator(mask);
     const MPI_Datatype type = boost::mpi::get_mpi_datatype<T>();
@@ -260,7 +259,9 @@ class bucket_queue {
       b.reset();
     }
     if (!b) {
-      b = std::make_shared<allreduce_bucket>(group, type, sizeof(T), m.counters(), mask);
+      b = std::make_shared<allreduce_bucket>(
+          group, type, sizeof(T), m.counters(),
+          call_site{"allreduce (gradient bucket)", mask, mesh_names<Mesh>, type_name<T>(), 0});
       open_.push_back(b);
     }
     b->add(values.data(), values.size());

@@ -12,11 +12,12 @@
 // the mesh's cached sub-communicator of the ranks that differ only in Ms (mesh.hpp). Each
 // call is recorded in the mesh's counters, even over mesh dims of size 1 (the values are part
 // of the operation's semantics, as in the paper's Table 1); an allreduce over no mesh dims at
-// all is no collective and is neither run nor counted. Boost.MPI is used where it has the
-// collective (all_reduce, all_gather, all_to_all, broadcast); MPI_Reduce_scatter_block and
-// MPI_Alltoallv go through the communicator's MPI_Comm, their return codes checked (Boost.MPI's
-// environment makes MPI return errors rather than abort). Buffers are passed to MPI as they
-// are: no staging copies.
+// all is no collective and is neither run nor counted. Every MPI call goes through
+// comm/checked.hpp: its return code checked (an error names the rank, the call, the
+// operation, its mesh dims, type and count), counts of any size (split into calls of at most
+// INT_MAX values, or strided derived datatypes), and, with MESHPP_CHECK_COLLECTIVES=1, the
+// group's agreement on the call before any data moves. Buffers are passed to MPI as they are:
+// no staging copies (but for a reduce_scatter of blocks over INT_MAX values).
 #pragma once
 
 #include <algorithm>
@@ -27,18 +28,14 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <mpi.h>
-#include <boost/mpi/collectives/all_gather.hpp>
-#include <boost/mpi/collectives/all_reduce.hpp>
-#include <boost/mpi/collectives/all_to_all.hpp>
-#include <boost/mpi/collectives/broadcast.hpp>
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/datatype.hpp>
-#include <boost/mpi/inplace.hpp>
-#include <boost/mpi/operations.hpp>
 
+#include "meshpp/comm/checked.hpp"
 #include "meshpp/comm/counters.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/shape.hpp"
@@ -75,28 +72,31 @@ inline constexpr unsigned mesh_mask_v<Mesh, shape<Ms...>> = Mesh::template mask_
 /// Reduction operators of allreduce and reduce_scatter.
 namespace op {
 struct sum {
-  template <class T>
-  using boost_op = std::plus<T>;
   static MPI_Op mpi() { return MPI_SUM; }
 };
 struct max {
-  template <class T>
-  using boost_op = boost::mpi::maximum<T>;
   static MPI_Op mpi() { return MPI_MAX; }
 };
 struct min {
-  template <class T>
-  using boost_op = boost::mpi::minimum<T>;
   static MPI_Op mpi() { return MPI_MIN; }
 };
 }  // namespace op
 
 namespace detail {
+// mesh_names<Mesh>: the mesh dims' names, with static storage for call_site
+template <class Mesh>
+inline constexpr auto mesh_names = Mesh::names();
+
 template <class Mesh, class... Ms>
 struct group_of {
   static constexpr unsigned mask = Mesh::template mask_v<Ms...>;
   static const boost::mpi::communicator& comm(const Mesh& m) {
     return m.template communicator<Ms...>();
+  }
+  // site<T>(operation, n): the call's description for messages and fingerprints
+  template <class T>
+  static call_site site(const char* operation, std::size_t n) {
+    return {operation, mask, mesh_names<Mesh>, type_name<T>(), n};
   }
 };
 template <class T>
@@ -104,16 +104,14 @@ std::uint64_t bytes(std::size_t n) {
   return static_cast<std::uint64_t>(n) * sizeof(T);
 }
 
-// check_mpi(code, call): throws meshpp::error naming the MPI call unless it succeeded. Unlike
-// meshpp's checks of sizes, such a failure need not happen on every rank alike.
-inline void check_mpi(int code, const char* call) {
-  if (code == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
-  throw error(std::string("meshpp: ") + call + " failed: " +
-              (length > 0 ? std::string(text, static_cast<std::size_t>(length))
-                          : "error code " + std::to_string(code)));
+// check_mpi(code, call): checked(code, call) (comm/checked.hpp)
+inline void check_mpi(int code, const char* call) { checked(code, call); }
+
+// allreduce_in_place(comm, data, n, op, site): MPI_Allreduce of n T in place, in calls of at
+// most mpi_count_limit values (comm/checked.hpp)
+template <class T>
+void allreduce_in_place(MPI_Comm comm, T* data, std::size_t n, MPI_Op op, const call_site& site) {
+  allreduce_in_place(comm, static_cast<void*>(data), n, mpi_type<T>(), sizeof(T), op, site);
 }
 
 /// alltoall_exchange<T>: one piece of an alltoall among the members of `comm`: n values to every
@@ -121,12 +119,16 @@ inline void check_mpi(int code, const char* call) {
 /// at recv + recv_offsets[j] (offsets in values). This member's own entries are ignored: its block
 /// never leaves the rank, and the caller copies it. One MPI_Alltoallv per piece, whose int counts
 /// and displacements are measured from the lowest block, so only the span of one piece's blocks
-/// must fit in an int, not the offsets into the whole buffer.
+/// must fit in an int, not the offsets into the whole buffer; where the buffers' bound does not
+/// (or mpi_count_limit is lowered), point-to-point messages (exchange_messages).
 template <class T>
 class alltoall_exchange {
  public:
-  explicit alltoall_exchange(const boost::mpi::communicator& comm)
+  // alltoall_exchange(comm, bound): every offset plus n stays below bound, a size every member
+  // passes alike (it decides, the same way on every member, whether counts fit an int)
+  alltoall_exchange(const boost::mpi::communicator& comm, std::size_t bound)
       : comm_(comm),
+        bound_(bound),
         me_(static_cast<std::size_t>(comm.rank())),
         p_(static_cast<std::size_t>(comm.size())),
         send_counts_(p_),
@@ -138,17 +140,26 @@ class alltoall_exchange {
                   const std::size_t* recv_offsets, std::size_t n) {
     if (p_ == 1 || n == 0) return;
     const std::size_t send_low = lowest(send_offsets), recv_low = lowest(recv_offsets);
+    const call_site site{"alltoall", 0, {}, type_name<T>(), n};
+    const MPI_Datatype type = mpi_type<T>();
+    if (std::max(bound_, n) > mpi_count_limit) {  // past an int: point-to-point messages
+      exchange_messages(
+          MPI_Comm(comm_), type, sizeof(T),
+          [&](std::size_t j) { return std::pair{static_cast<const void*>(send + send_offsets[j]), n}; },
+          [&](std::size_t j) { return std::pair{static_cast<void*>(recv + recv_offsets[j]), n}; },
+          site);
+      return;
+    }
     for (std::size_t j = 0; j < p_; ++j) {
       const bool other = j != me_;
-      send_counts_[j] = recv_counts_[j] = other ? to_int(n) : 0;
-      send_displs_[j] = other ? to_int(send_offsets[j] - send_low) : 0;
-      recv_displs_[j] = other ? to_int(recv_offsets[j] - recv_low) : 0;
+      send_counts_[j] = recv_counts_[j] = other ? as_count(n) : 0;
+      send_displs_[j] = other ? as_count(send_offsets[j] - send_low) : 0;
+      recv_displs_[j] = other ? as_count(recv_offsets[j] - recv_low) : 0;
     }
-    const MPI_Datatype type = boost::mpi::get_mpi_datatype<T>();
-    check_mpi(MPI_Alltoallv(send + send_low, send_counts_.data(), send_displs_.data(), type,
-                            recv + recv_low, recv_counts_.data(), recv_displs_.data(), type,
-                            MPI_Comm(comm_)),
-              "MPI_Alltoallv");
+    checked(MPI_Alltoallv(send + send_low, send_counts_.data(), send_displs_.data(), type,
+                          recv + recv_low, recv_counts_.data(), recv_displs_.data(), type,
+                          MPI_Comm(comm_)),
+            "MPI_Alltoallv", site);
   }
 
  private:
@@ -159,18 +170,9 @@ class alltoall_exchange {
     }
     return low;
   }
-  // The offsets and counts are the same on every member (they follow from shapes every rank
-  // has), so every member throws here together, before MPI is called.
-  static int to_int(std::size_t n) {
-    if (n > static_cast<std::size_t>(INT_MAX)) {
-      throw error("meshpp::alltoall: a piece spans " + std::to_string(n) +
-                  " values, more than MPI's int counts and displacements can address");
-    }
-    return static_cast<int>(n);
-  }
 
   const boost::mpi::communicator& comm_;
-  std::size_t me_, p_;
+  std::size_t bound_, me_, p_;
   std::vector<int> send_counts_, send_displs_, recv_counts_, recv_displs_;
 };
 }  // namespace detail
@@ -189,8 +191,8 @@ struct allreduce<over<Ms...>, Op> {
     m.counters().record(collective::allreduce, g::mask, data.size(),
                         2 * (p - 1) * detail::bytes<T>(data.size()) / p);
     if (p == 1 || data.empty()) return;
-    boost::mpi::all_reduce(comm, boost::mpi::inplace(data.data()), static_cast<int>(data.size()),
-                           typename Op::template boost_op<T>());
+    detail::allreduce_in_place(MPI_Comm(comm), data.data(), data.size(), Op::mpi(),
+                               g::template site<T>("allreduce", data.size()));
   }
 };
 
@@ -202,15 +204,11 @@ void allreduce_sum(const Mesh& m, unsigned mask, std::span<T> data) {
   if (mask == 0) return;
   const auto& comm = m.communicator(mask);
   const std::size_t p = static_cast<std::size_t>(comm.size());
-  if (data.size() > static_cast<std::size_t>(INT_MAX)) {  // the same on every rank
-    throw error("meshpp::allreduce: " + std::to_string(data.size()) +
-                " values on this rank are more than one MPI call can carry");
-  }
   m.counters().record(collective::allreduce, mask, data.size(),
                       2 * (p - 1) * detail::bytes<T>(data.size()) / p);
   if (p == 1 || data.empty()) return;
-  boost::mpi::all_reduce(comm, boost::mpi::inplace(data.data()), static_cast<int>(data.size()),
-                         std::plus<T>());
+  allreduce_in_place(MPI_Comm(comm), data.data(), data.size(), MPI_SUM,
+                     call_site{"allreduce", mask, mesh_names<Mesh>, type_name<T>(), data.size()});
 }
 }  // namespace detail
 
@@ -235,7 +233,26 @@ struct allgather<over<Ms...>> {
       std::copy(in.begin(), in.end(), out.begin());
       return;
     }
-    boost::mpi::all_gather(comm, in.data(), static_cast<int>(in.size()), out.data());
+    const auto site = g::template site<T>("allgather", in.size());
+    detail::before_collective(MPI_Comm(comm), site);
+    const MPI_Datatype type = detail::mpi_type<T>();
+    const std::size_t n = in.size();
+    if (n <= detail::mpi_count_limit) {
+      detail::checked(MPI_Allgather(in.data(), detail::as_count(n), type, out.data(),
+                                    detail::as_count(n), type, MPI_Comm(comm)),
+                      "MPI_Allgather", site);
+      return;
+    }
+    // blocks too large for one count: piece [at, at + c) of every block, received through a
+    // type whose extent is the whole block, so member j's piece lands at j n + at
+    for (std::size_t at = 0; at < n;) {
+      const std::size_t c = std::min(n - at, detail::mpi_count_limit);
+      const detail::strided_type block(type, c, n);
+      detail::checked(MPI_Allgather(in.data() + at, detail::as_count(c), type, out.data() + at, 1,
+                                    block.get(), MPI_Comm(comm)),
+                      "MPI_Allgather", site);
+      at += c;
+    }
   }
 };
 
@@ -261,7 +278,24 @@ struct alltoall<over<Ms...>> {
       std::copy(in.begin(), in.end(), out.begin());
       return;
     }
-    boost::mpi::all_to_all(comm, in.data(), static_cast<int>(in.size() / p), out.data());
+    const std::size_t n = in.size() / p;  // a block
+    const auto site = g::template site<T>("alltoall", in.size());
+    detail::before_collective(MPI_Comm(comm), site);
+    const MPI_Datatype type = detail::mpi_type<T>();
+    if (n <= detail::mpi_count_limit) {
+      detail::checked(MPI_Alltoall(in.data(), detail::as_count(n), type, out.data(),
+                                   detail::as_count(n), type, MPI_Comm(comm)),
+                      "MPI_Alltoall", site);
+      return;
+    }
+    for (std::size_t at = 0; at < n;) {  // as allgather does: a piece of every block at once
+      const std::size_t c = std::min(n - at, detail::mpi_count_limit);
+      const detail::strided_type block(type, c, n);
+      detail::checked(MPI_Alltoall(in.data() + at, 1, block.get(), out.data() + at, 1, block.get(),
+                                   MPI_Comm(comm)),
+                      "MPI_Alltoall", site);
+      at += c;
+    }
   }
 
   // run_in_pieces<T>(mesh, values, move): the same alltoall of `values` values per member, for
@@ -280,7 +314,9 @@ struct alltoall<over<Ms...>> {
     }
     m.counters().record(collective::alltoall, g::mask, values,
                         (p - 1) * detail::bytes<T>(values) / p);
-    detail::alltoall_exchange<T> exchange(comm);
+    detail::before_collective(MPI_Comm(comm), g::template site<T>("alltoall", values));
+    // the offsets index buffers of at most `values` values: the local slices, or staging
+    detail::alltoall_exchange<T> exchange(comm, values);
     move(exchange);
   }
 };
@@ -306,8 +342,29 @@ struct reduce_scatter<over<Ms...>, Op> {
       std::copy(in.begin(), in.end(), out.begin());
       return;
     }
-    MPI_Reduce_scatter_block(in.data(), out.data(), static_cast<int>(out.size()),
-                             boost::mpi::get_mpi_datatype<T>(), Op::mpi(), comm);
+    const auto site = g::template site<T>("reduce_scatter", in.size());
+    detail::before_collective(MPI_Comm(comm), site);
+    const MPI_Datatype type = detail::mpi_type<T>();
+    const std::size_t n = out.size();
+    if (n <= detail::mpi_count_limit) {
+      detail::checked(MPI_Reduce_scatter_block(in.data(), out.data(), detail::as_count(n), type,
+                                               Op::mpi(), MPI_Comm(comm)),
+                      "MPI_Reduce_scatter_block", site);
+      return;
+    }
+    // blocks too large for one count: piece [at, at + c) of every block, staged side by side
+    // (MPI's reductions take no derived datatypes), at most 2^26 values a block at a time
+    const std::size_t piece = std::min<std::size_t>(detail::mpi_count_limit, std::size_t(1) << 26);
+    std::vector<T> staged(p * std::min(piece, n));
+    for (std::size_t at = 0; at < n;) {
+      const std::size_t c = std::min(n - at, piece);
+      for (std::size_t j = 0; j < p; ++j)
+        std::copy_n(in.data() + j * n + at, c, staged.data() + j * c);
+      detail::checked(MPI_Reduce_scatter_block(staged.data(), out.data() + at, detail::as_count(c),
+                                               type, Op::mpi(), MPI_Comm(comm)),
+                      "MPI_Reduce_scatter_block", site);
+      at += c;
+    }
   }
 };
 
@@ -327,7 +384,15 @@ struct broadcast<over<Ms...>> {
     m.counters().record(collective::broadcast, g::mask, data.size(),
                         comm.rank() == root && comm.size() > 1 ? detail::bytes<T>(data.size()) : 0);
     if (comm.size() == 1) return;
-    boost::mpi::broadcast(comm, data.data(), static_cast<int>(data.size()), root);
+    const auto site = g::template site<T>("broadcast", data.size());
+    detail::before_collective(MPI_Comm(comm), site);
+    for (std::size_t at = 0; at < data.size();) {
+      const std::size_t c = std::min(data.size() - at, detail::mpi_count_limit);
+      detail::checked(MPI_Bcast(data.data() + at, detail::as_count(c), detail::mpi_type<T>(), root,
+                                MPI_Comm(comm)),
+                      "MPI_Bcast", site);
+      at += c;
+    }
   }
 };
 

@@ -7,13 +7,17 @@
 //
 // send holds the blocks for members 0..p-1 back to back (send_counts[j] values for member j);
 // recv receives member j's block for this rank at the same place (recv_counts[j] values). One
-// MPI_Alltoallv on the mesh's cached sub-communicator. Counted as `permute`: values are what
+// exchange of point-to-point messages on the mesh's cached sub-communicator (what
+// MPI_Alltoallv does, without its int counts and displacements; a block over INT_MAX values
+// goes as several messages). Counted as `permute`: values are what
 // this rank sends to other members, bytes the same in bytes (what it keeps is not counted).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mpi.h>
@@ -30,37 +34,53 @@ struct permute;
 template <class... Ms>
 struct permute<over<Ms...>> {
   template <class Mesh, class T>
-  static void run(const Mesh& m, std::span<const T> send, std::span<const int> send_counts,
-                  std::span<T> recv, std::span<const int> recv_counts) {
+  static void run(const Mesh& m, std::span<const T> send, std::span<const std::size_t> send_counts,
+                  std::span<T> recv, std::span<const std::size_t> recv_counts) {
     using g = detail::group_of<Mesh, Ms...>;
     const auto& comm = g::comm(m);
-    const int p = comm.size();
-    if (static_cast<int>(send_counts.size()) != p || static_cast<int>(recv_counts.size()) != p) {
+    const auto p = static_cast<std::size_t>(comm.size());
+    const auto me = static_cast<std::size_t>(comm.rank());
+    if (send_counts.size() != p || recv_counts.size() != p) {
       throw error("meshpp::permute: one send and one receive count per member of the group of " +
                   std::to_string(p) + " expected");
     }
-    std::vector<int> send_at(p), recv_at(p);
-    int s = 0, r = 0;
+    std::vector<std::size_t> send_at(p), recv_at(p);
+    std::size_t s = 0, r = 0;
     std::size_t sent_to_others = 0;
-    for (int j = 0; j < p; ++j) {
+    for (std::size_t j = 0; j < p; ++j) {
       send_at[j] = s;
       recv_at[j] = r;
       s += send_counts[j];
       r += recv_counts[j];
-      if (j != comm.rank()) sent_to_others += static_cast<std::size_t>(send_counts[j]);
+      if (j != me) sent_to_others += send_counts[j];
     }
-    if (static_cast<std::size_t>(s) > send.size() || static_cast<std::size_t>(r) > recv.size()) {
+    if (s > send.size() || r > recv.size()) {
       throw error("meshpp::permute: the counts add up to more than the buffers hold");
     }
     m.counters().record(collective::permute, g::mask, sent_to_others,
                         detail::bytes<T>(sent_to_others));
     if (p == 1) {
-      std::copy(send.begin(), send.begin() + s, recv.begin());
+      std::copy(send.begin(), send.begin() + static_cast<std::ptrdiff_t>(s), recv.begin());
       return;
     }
-    const auto type = boost::mpi::get_mpi_datatype<T>();
-    MPI_Alltoallv(send.data(), send_counts.data(), send_at.data(), type, recv.data(),
-                  recv_counts.data(), recv_at.data(), type, comm);
+    auto site = g::template site<T>("permute", sent_to_others);
+    site.count_agrees = false;
+    detail::before_collective(MPI_Comm(comm), site);
+    const MPI_Datatype type = detail::mpi_type<T>();
+    // Point-to-point, not MPI_Alltoallv: each member knows only its own counts, so the choice
+    // between a call with int counts and messages in pieces could differ between members; the
+    // messages take any count, and pairs that exchange nothing post nothing
+    detail::exchange_messages(
+        MPI_Comm(comm), type, sizeof(T),
+        [&](std::size_t j) {
+          return std::pair{static_cast<const void*>(send.data() + send_at[j]), send_counts[j]};
+        },
+        [&](std::size_t j) {
+          return std::pair{static_cast<void*>(recv.data() + recv_at[j]), recv_counts[j]};
+        },
+        site);
+    std::copy_n(send.data() + send_at[me], std::min(send_counts[me], recv_counts[me]),
+                recv.data() + recv_at[me]);
   }
 };
 

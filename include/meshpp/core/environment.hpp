@@ -1,9 +1,13 @@
 // meshpp/core/environment.hpp — MPI start-up and shut-down for a meshpp program.
 #pragma once
 
+#include <mpi.h>
 #include <boost/mpi/environment.hpp>
 
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <string>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -35,11 +39,39 @@ inline bool keep_freed_memory() {
 #endif
 }
 
+// abort_job(): the terminate handler: an exception nobody caught (or any other reason for
+// std::terminate) on one rank ends the whole job with its message, through MPI_Abort, rather
+// than leave the other ranks waiting in their next collective forever. (GCC does not unwind
+// the stack for an exception no handler catches, so the environment's destructor, and with
+// it Boost.MPI's abort_on_exception, may never run.)
+[[noreturn]] inline void abort_job() noexcept {
+  int rank = -1, up = 0, down = 0;
+  if (MPI_Initialized(&up) == MPI_SUCCESS && up && MPI_Finalized(&down) == MPI_SUCCESS && !down)
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const char* what = "std::terminate was called";
+  std::string text;
+  if (auto e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      text = x.what();
+      what = text.c_str();
+    } catch (...) {
+      what = "an exception of unknown type";
+    }
+  }
+  std::fprintf(stderr, "meshpp: rank %d: uncaught: %s; aborting the job\n", rank, what);
+  std::fflush(stderr);
+  if (up && !down) MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
 }  // namespace detail
 
 /// @brief Initializes MPI for the lifetime of the object (create one at the top of main).
-/// An exception that escapes main aborts every rank (Boost.MPI's abort_on_exception), so a
-/// failure on one rank ends the whole job instead of leaving the others waiting.
+/// An exception that escapes main (or any std::terminate) on one rank prints its message and
+/// aborts every rank (detail::abort_job, MPI_Abort), so a failure on one rank ends the whole
+/// job instead of leaving the others waiting.
 /// With glibc it also has malloc keep freed memory for reuse (detail::keep_freed_memory:
 /// blocks up to 32 MiB from the heap, up to 1 GiB of free heap kept), so the temporaries every
 /// training step makes are not mapped and faulted in afresh each time; set
@@ -47,8 +79,12 @@ inline bool keep_freed_memory() {
 class environment {
  public:
   environment(int& argc, char**& argv)
-      : malloc_tuned_(detail::keep_freed_memory()), env_(argc, argv, /*abort_on_exception=*/true) {}
-  environment() : malloc_tuned_(detail::keep_freed_memory()), env_(/*abort_on_exception=*/true) {}
+      : malloc_tuned_(detail::keep_freed_memory()), env_(argc, argv, /*abort_on_exception=*/true) {
+    std::set_terminate(&detail::abort_job);
+  }
+  environment() : malloc_tuned_(detail::keep_freed_memory()), env_(/*abort_on_exception=*/true) {
+    std::set_terminate(&detail::abort_job);
+  }
 
   /// whether this environment set malloc to keep freed memory (see above)
   bool malloc_tuned() const { return malloc_tuned_; }

@@ -18,8 +18,10 @@
 #include <type_traits>
 #include <vector>
 
+#include <mpi.h>
 #include <boost/mpi/communicator.hpp>
 
+#include "meshpp/comm/checked.hpp"
 #include "meshpp/comm/counters.hpp"
 #include "meshpp/core/dim.hpp"
 #include "meshpp/core/error.hpp"
@@ -242,7 +244,13 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
             color = color * s[i] + coordinates[i];
           }
         }
-        groups.push_back(world.split(color, key));
+        // The mesh's own communicators return MPI errors to meshpp's checks
+        // (comm/checked.hpp) rather than end the job, whatever the world's handler is
+        MPI_Comm group = MPI_COMM_NULL;
+        detail::checked(MPI_Comm_split(MPI_Comm(world), color, key, &group), "MPI_Comm_split");
+        detail::checked(MPI_Comm_set_errhandler(group, MPI_ERRORS_RETURN),
+                        "MPI_Comm_set_errhandler");
+        groups.emplace_back(group, boost::mpi::comm_take_ownership);
       }
     }
   };

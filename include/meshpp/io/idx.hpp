@@ -33,11 +33,10 @@
 #include <type_traits>
 #include <vector>
 
-#include <boost/mpi/collectives/all_reduce.hpp>
 #include <boost/mpi/communicator.hpp>
-#include <boost/mpi/operations.hpp>
 
 #include "meshpp/comm/agree.hpp"
+#include "meshpp/comm/checked.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/text.hpp"
 
@@ -375,8 +374,8 @@ inline mnist_data load_mnist(const boost::mpi::communicator& comm, const std::st
     crc = detail::checksum(crc, *a);
   }
   const std::array<unsigned long, 2> mine{crc, ~crc};
-  std::array<unsigned long, 2> most{};
-  boost::mpi::all_reduce(comm, mine.data(), 2, most.data(), boost::mpi::maximum<unsigned long>());
+  std::array<unsigned long, 2> most = mine;
+  meshpp::detail::allreduce_values(MPI_Comm(comm), most.data(), 2, MPI_MAX, "load_mnist's checksum");
   if (most != mine) {
     std::string message;
     meshpp::detail::append(message, "meshpp::load_mnist: ranks read different data from ", dir,

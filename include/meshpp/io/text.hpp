@@ -57,11 +57,9 @@
 #include <utility>
 #include <vector>
 
-#include <boost/mpi/collectives/all_reduce.hpp>
-#include <boost/mpi/collectives/broadcast.hpp>
 #include <boost/mpi/communicator.hpp>
-#include <boost/mpi/operations.hpp>
 
+#include "meshpp/comm/checked.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/text.hpp"
 
@@ -430,14 +428,15 @@ inline std::uint64_t digest(const text_corpus& c) {
 // (agree_or_throw's one allreduce, then one broadcast of the text, only when there is one.)
 inline void agree_on_message(const boost::mpi::communicator& comm, const std::string& problem) {
   const int mine = problem.empty() ? INT_MAX : comm.rank();
-  int first = INT_MAX;
-  boost::mpi::all_reduce(comm, mine, first, boost::mpi::minimum<int>());
+  int first = mine;
+  detail::allreduce_values(MPI_Comm(comm), &first, 1, MPI_MIN, "load_text's agreement");
   if (first == INT_MAX) return;
   std::string message = problem;
   unsigned long long length = message.size();
-  boost::mpi::broadcast(comm, length, first);
+  detail::broadcast_values(MPI_Comm(comm), &length, 1, first, "load_text's message");
   message.resize(static_cast<std::size_t>(length));
-  boost::mpi::broadcast(comm, message.data(), static_cast<int>(length), first);
+  detail::broadcast_values(MPI_Comm(comm), message.data(), message.size(), first,
+                           "load_text's message");
   throw error(message);
 }
 
@@ -509,8 +508,8 @@ inline text_corpus load_text(const boost::mpi::communicator& comm, const std::st
   // Same digest on every rank iff max(h) and max(~h) (= ~min(h)) are both this rank's.
   const std::uint64_t h = detail::digest(out);
   const unsigned long long mine[2] = {h, ~h};
-  unsigned long long most[2] = {0, 0};
-  boost::mpi::all_reduce(comm, mine, 2, most, boost::mpi::maximum<unsigned long long>());
+  unsigned long long most[2] = {h, ~h};
+  detail::allreduce_values(MPI_Comm(comm), most, 2, MPI_MAX, "load_text's digest");
   if (most[0] != mine[0] || most[1] != mine[1]) {
     std::string message;
     detail::append(message, "meshpp::load_text: ", path,

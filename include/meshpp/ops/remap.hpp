@@ -109,16 +109,16 @@ void remap_along(const Tensor& t, long delta, bool wrap, OutRange&& out_range,
     }
     if (!anything_crosses) return;
     std::vector<std::vector<remap_piece>> to(p), from(p);
-    std::vector<int> send_counts(p, 0), recv_counts(p, 0);
+    std::vector<std::size_t> send_counts(p, 0), recv_counts(p, 0);
     std::size_t send_total = 0, recv_total = 0;
     for (int q = 0; q < p; ++q) {
       if (q == me) continue;
       remap_pieces(out_range(q), in_range(me), delta, size, wrap, to[q]);
       remap_pieces(mine, in_range(q), delta, size, wrap, from[q]);
-      for (const auto& pc : to[q]) send_counts[q] += static_cast<int>(pc.len * inner);
-      for (const auto& pc : from[q]) recv_counts[q] += static_cast<int>(pc.len * inner);
-      send_total += static_cast<std::size_t>(send_counts[q]);
-      recv_total += static_cast<std::size_t>(recv_counts[q]);
+      for (const auto& pc : to[q]) send_counts[q] += static_cast<std::size_t>(pc.len) * inner;
+      for (const auto& pc : from[q]) recv_counts[q] += static_cast<std::size_t>(pc.len) * inner;
+      send_total += send_counts[q];
+      recv_total += recv_counts[q];
     }
     scratch<T> send(send_total), recv(recv_total);
     std::size_t pos = 0;
@@ -130,8 +130,9 @@ void remap_along(const Tensor& t, long delta, bool wrap, OutRange&& out_range,
       }
     }
     permute<over<M>>::run(t.mesh(), std::span<const T>(send.data(), send.size()),
-                          std::span<const int>(send_counts), std::span<T>(recv.data(), recv.size()),
-                          std::span<const int>(recv_counts));
+                          std::span<const std::size_t>(send_counts),
+                          std::span<T>(recv.data(), recv.size()),
+                          std::span<const std::size_t>(recv_counts));
     pos = 0;
     for (int q = 0; q < p; ++q) {
       for (const auto& pc : from[q]) {

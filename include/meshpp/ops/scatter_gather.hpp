@@ -8,6 +8,7 @@
 // gather:   [layout slices] |-> [whole array on every rank]  allgather over the split mesh dims
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstring>
@@ -158,30 +159,58 @@ requires is_tensor_v<Tensor> xt::xtensor<typename Tensor::value_type, Tensor::ra
   };
   const std::size_t count = t.local().size();
   const bool is_root = m.rank() == root;
-  std::vector<int> counts, displs;
-  xt::uvector<T> blocks;  // not std::vector: see gather(t)
-  if (is_root) {
-    counts.resize(static_cast<std::size_t>(m.size()));
-    displs.resize(counts.size());
-    int at = 0;
-    for (int r = 0; r < m.size(); ++r) {
-      counts[r] = contributes(r) ? static_cast<int>(count) : 0;
-      displs[r] = at;
-      at += counts[r];
-    }
-    blocks.resize(static_cast<std::size_t>(at));
+  const auto ranks = static_cast<std::size_t>(m.size());
+  std::size_t contributors = 0;
+  std::vector<std::size_t> displs(ranks);  // where rank r's block starts in `blocks`
+  for (std::size_t r = 0; r < ranks; ++r) {
+    displs[r] = contributors * count;
+    if (contributes(static_cast<int>(r))) ++contributors;
   }
+  xt::uvector<T> blocks;  // not std::vector: see gather(t)
+  if (is_root) blocks.resize(contributors * count);
   const std::size_t mine = contributes(m.rank()) ? count : 0;
   m.counters().record(collective::gather, (1u << Tensor::mesh_type::ndims) - 1, mine,
                       m.rank() == root ? 0 : mine * sizeof(T));
-  MPI_Gatherv(t.local().data(), static_cast<int>(mine), boost::mpi::get_mpi_datatype<T>(),
-              blocks.data(), counts.data(), displs.data(), boost::mpi::get_mpi_datatype<T>(), root,
-              m.world());
+  const detail::call_site site{"gather", (1u << Tensor::mesh_type::ndims) - 1,
+                               detail::mesh_names<typename Tensor::mesh_type>,
+                               detail::type_name<T>(), count};
+  detail::before_collective(MPI_Comm(m.world()), site);
+  // In pieces of every block at once, so that the counts and displacements of one MPI_Gatherv
+  // fit MPI's int: one piece (straight into `blocks`) unless the whole exceeds mpi_count_limit
+  const std::size_t piece = contributors * count <= detail::mpi_count_limit
+                                ? count
+                                : std::max<std::size_t>(1, detail::mpi_count_limit / contributors);
+  const bool staged = piece < count;
+  xt::uvector<T> stage(is_root && staged ? contributors * piece : 0);
+  std::vector<int> counts(is_root ? ranks : 0), at(is_root ? ranks : 0);
+  std::size_t from = 0;
+  do {  // (once, with nothing, when the blocks are empty: every rank still takes part)
+    const std::size_t c = std::min(piece, count - from);
+    if (is_root) {
+      for (std::size_t r = 0, k = 0; r < ranks; ++r) {
+        const bool in = contributes(static_cast<int>(r));
+        counts[r] = in ? detail::as_count(c) : 0;
+        at[r] = detail::as_int(staged ? k * c : displs[r]);  // an offset, not a count
+        k += in ? 1 : 0;
+      }
+    }
+    detail::checked(MPI_Gatherv(t.local().data() + from, detail::as_count(mine ? c : 0),
+                                detail::mpi_type<T>(), staged ? stage.data() : blocks.data(),
+                                counts.data(), at.data(), detail::mpi_type<T>(), root,
+                                MPI_Comm(m.world())),
+                    "MPI_Gatherv", site);
+    if (is_root && staged) {
+      for (std::size_t k = 0; k < contributors; ++k)
+        std::copy_n(stage.data() + k * c, c, blocks.data() + k * count + from);
+    }
+    from += c;
+  } while (from < count);
   if (!is_root) return xt::xtensor<T, Tensor::rank>{};
   xt::xtensor<T, Tensor::rank> whole(t.global_shape());
   for (int r = 0; r < m.size(); ++r) {
     if (!contributes(r)) continue;
-    detail::copy_box(blocks.data() + displs[r], t.local_shape(), {}, whole.data(), t.global_shape(),
+    detail::copy_box(blocks.data() + displs[static_cast<std::size_t>(r)], t.local_shape(), {},
+                     whole.data(), t.global_shape(),
                      detail::offsets_at(t, m.coordinates_of(r)), t.local_shape());
   }
   return whole;
