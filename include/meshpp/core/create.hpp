@@ -2,7 +2,16 @@
 //
 // Every value is a function of the element's *global* index, never of the rank or the
 // slice, so a program makes the same tensor (bit for bit) under every layout and rank count.
-// None of these communicate.
+//
+// The makers are collective: before any rank makes its slice, the ranks agree on the sizes of
+// the tensor's dims and on the other arguments that are numbers (value, seed, range), with one
+// allreduce of a few numbers over the mesh's ranks. A size or seed that differs between ranks
+// (computed from the rank, read from a per-node file) then throws meshpp::error on every rank,
+// naming it, rather than making a tensor no single program describes: replicas that differ,
+// or slices whose sizes make a later collective disagree on its counts and hang. The function
+// given to generate cannot be compared; nor are sizes passed straight to a tensor's
+// constructor, which every operation uses for its results (a check there would cost an
+// allreduce per operation): sizes that differ between ranks there are undefined behaviour.
 //
 //   auto w = random_normal<float, io, hidden>(mesh, sizes, /*seed*/ 2);   // mesh's rules
 //   auto z = zeros<my_tensor_type>(mesh, sizes);                          // explicit type
@@ -12,8 +21,18 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <sstream>
+#include <string>
+#include <string_view>
 #include <type_traits>
+#include <vector>
 
+#include <boost/mpi/collectives/all_reduce.hpp>
+#include <boost/mpi/operations.hpp>
+
+#include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/random.hpp"
 #include "meshpp/core/shape.hpp"
@@ -22,6 +41,64 @@
 namespace meshpp {
 
 namespace detail {
+// maker_argument{name, bits, is_double}: an argument of a maker that every rank must pass
+// alike: its bits, and how to print them (is_double: a double's bits)
+struct maker_argument {
+  std::string_view name;
+  std::uint64_t bits;
+  bool is_double = false;
+};
+template <class T>
+maker_argument argument_bits(std::string_view name, const T& value) {
+  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= sizeof(std::uint64_t));
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  if constexpr (std::is_floating_point_v<T>) {
+    const double d = static_cast<double>(value);
+    std::memcpy(&bits, &d, sizeof(d));
+    return {name, bits, true};
+  }
+  return {name, bits, false};
+}
+
+inline std::string maker_argument_text(const maker_argument& a, std::uint64_t bits) {
+  if (!a.is_double) return std::to_string(bits);
+  double d = 0;
+  std::memcpy(&d, &bits, sizeof(d));
+  std::ostringstream out;
+  out << d;
+  return out.str();
+}
+
+// agree_on_making<Tensor>(m, who, sizes, arguments): collective over the mesh's ranks; throws
+// meshpp::error on every rank if they passed the maker `who` different sizes for Tensor's
+// dims or different arguments. max(v) and max(~v) (= ~min(v)) of each number in one allreduce.
+template <class Tensor, class... E>
+void agree_on_making(const typename Tensor::mesh_type& m, const char* who,
+                     const extents<E...>& sizes, std::initializer_list<maker_argument> arguments) {
+  std::vector<maker_argument> all;
+  [&]<class... Dims>(shape<Dims...>*) {
+    (all.push_back({Dims::name(), sizes.template get<Dims>(), false}), ...);
+  }(static_cast<typename Tensor::shape_type*>(nullptr));
+  all.insert(all.end(), arguments.begin(), arguments.end());
+  std::vector<std::uint64_t> mine, most(2 * all.size());
+  for (const maker_argument& a : all) {
+    mine.push_back(a.bits);
+    mine.push_back(~a.bits);
+  }
+  boost::mpi::all_reduce(m.world(), mine.data(), static_cast<int>(mine.size()), most.data(),
+                         boost::mpi::maximum<std::uint64_t>());
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (most[2 * i] == ~most[2 * i + 1]) continue;
+    const bool is_dim = i < Tensor::rank;
+    throw error(std::string("meshpp::") + who + ": the ranks disagree on " +
+                (is_dim ? "the size of dim '" : "the ") + std::string(all[i].name) + (is_dim ? "'" : "") +
+                " (from " + maker_argument_text(all[i], ~most[2 * i + 1]) + " to " +
+                maker_argument_text(all[i], most[2 * i]) + "; this rank: " + to_string(sizes) +
+                "): every rank must make the same tensor");
+  }
+}
+
 // for_each_element(t, f): f(element&, global index, global row-major linear index) for
 // every element of this rank's slice, in local row-major order.
 template <class Tensor, class F>
@@ -59,6 +136,7 @@ void for_each_element(Tensor& t, F&& f) {
 template <class Tensor, class... E>
 requires is_tensor_v<Tensor> Tensor zeros(const typename Tensor::mesh_type& m,
                                           const extents<E...>& sizes) {
+  detail::agree_on_making<Tensor>(m, "zeros", sizes, {});
   return Tensor(m, sizes);
 }
 // zeros<T, Dims...>(mesh, sizes): laid out by the mesh's rules
@@ -72,6 +150,7 @@ template <class Tensor, class... E>
 requires is_tensor_v<Tensor> Tensor full(const typename Tensor::mesh_type& m,
                                          const extents<E...>& sizes,
                                          typename Tensor::value_type value) {
+  detail::agree_on_making<Tensor>(m, "full", sizes, {detail::argument_bits("value", value)});
   Tensor t(m, sizes, Tensor::uninitialized);
   t.local().fill(value);
   return t;
@@ -98,6 +177,7 @@ requires(!is_tensor_v<T>) auto ones(const Mesh& m, const extents<E...>& sizes) {
 template <class Tensor, class F, class... E>
 requires is_tensor_v<Tensor> Tensor generate(const typename Tensor::mesh_type& m,
                                              const extents<E...>& sizes, F&& f) {
+  detail::agree_on_making<Tensor>(m, "generate", sizes, {});
   Tensor t(m, sizes, Tensor::uninitialized);
   detail::for_each_element(t, [&](auto& x, const auto& global, std::uint64_t) {
     x = static_cast<typename Tensor::value_type>(f(global));
@@ -134,6 +214,9 @@ requires is_tensor_v<Tensor> Tensor random_uniform(const typename Tensor::mesh_t
                                                    typename Tensor::value_type low = 0,
                                                    typename Tensor::value_type high = 1) {
   using T = typename Tensor::value_type;
+  detail::agree_on_making<Tensor>(
+      m, "random_uniform", sizes,
+      {{"seed", seed}, detail::argument_bits("low", low), detail::argument_bits("high", high)});
   Tensor t(m, sizes, Tensor::uninitialized);
   detail::for_each_element(t, [&](T& x, const auto&, std::uint64_t linear) {
     x = low + (high - low) * uniform_at<T>(seed, linear);
@@ -155,6 +238,9 @@ requires is_tensor_v<Tensor> Tensor random_normal(const typename Tensor::mesh_ty
                                                   typename Tensor::value_type mean = 0,
                                                   typename Tensor::value_type stddev = 1) {
   using T = typename Tensor::value_type;
+  detail::agree_on_making<Tensor>(
+      m, "random_normal", sizes,
+      {{"seed", seed}, detail::argument_bits("mean", mean), detail::argument_bits("stddev", stddev)});
   Tensor t(m, sizes, Tensor::uninitialized);
   detail::for_each_element(t, [&](T& x, const auto&, std::uint64_t linear) {
     x = mean + stddev * normal_at<T>(seed, linear);
