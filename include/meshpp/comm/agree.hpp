@@ -11,6 +11,7 @@
 #include <string>
 
 #include <boost/mpi/collectives/all_reduce.hpp>
+#include <boost/mpi/collectives/broadcast.hpp>
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/operations.hpp>
 
@@ -19,16 +20,21 @@
 namespace meshpp {
 
 // agree_or_throw(comm, problem): collective; throws meshpp::error on every rank of comm if
-// any rank passes a non-empty problem. The rank that found it reports its own text; the
-// others name the lowest rank that found one.
+// any rank passes a non-empty problem. A rank that found one reports its own text; the others
+// name the lowest rank that found one and repeat its text ("meshpp: rank 1 found bad input:
+// ..."), broadcast only then, so that every rank's message says what went wrong.
 inline void agree_or_throw(const boost::mpi::communicator& comm, const std::string& problem) {
   const int mine = problem.empty() ? INT_MAX : comm.rank();
   int first = INT_MAX;
   boost::mpi::all_reduce(comm, mine, first, boost::mpi::minimum<int>());
   if (first == INT_MAX) return;
+  std::string text = problem;
+  unsigned long long length = text.size();
+  boost::mpi::broadcast(comm, length, first);
+  text.resize(static_cast<std::size_t>(length));
+  if (length > 0) boost::mpi::broadcast(comm, text.data(), static_cast<int>(length), first);
   if (!problem.empty()) throw error(problem);
-  throw error("meshpp: rank " + std::to_string(first) +
-              " found bad input (its message says what); every rank stops here");
+  throw error("meshpp: rank " + std::to_string(first) + " found bad input: " + text);
 }
 
 }  // namespace meshpp
