@@ -19,9 +19,9 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <initializer_list>
 #include <sstream>
 #include <string>
@@ -41,33 +41,42 @@
 namespace meshpp {
 
 namespace detail {
-// maker_argument{name, bits, is_double}: an argument of a maker that every rank must pass
-// alike: its bits, and how to print them (is_double: a double's bits)
+// maker_argument{name, bits, kind}: an argument of a maker that every rank must pass alike:
+// its bits, and how to print them
 struct maker_argument {
+  enum class kind { unsigned_integer, signed_integer, floating_point };
   std::string_view name;
   std::uint64_t bits;
-  bool is_double = false;
+  kind as = kind::unsigned_integer;
 };
+// argument_bits(name, value): a value's bits (a value of more than 64 bits is not compared)
 template <class T>
 maker_argument argument_bits(std::string_view name, const T& value) {
-  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= sizeof(std::uint64_t));
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, &value, sizeof(T));
+  using kind = maker_argument::kind;
   if constexpr (std::is_floating_point_v<T>) {
-    const double d = static_cast<double>(value);
-    std::memcpy(&bits, &d, sizeof(d));
-    return {name, bits, true};
+    return {name, std::bit_cast<std::uint64_t>(static_cast<double>(value)), kind::floating_point};
+  } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    return {name, static_cast<std::uint64_t>(static_cast<std::int64_t>(value)),
+            kind::signed_integer};
+  } else if constexpr (std::is_integral_v<T>) {
+    return {name, static_cast<std::uint64_t>(value), kind::unsigned_integer};
+  } else {
+    return {name, 0, kind::unsigned_integer};
   }
-  return {name, bits, false};
 }
 
 inline std::string maker_argument_text(const maker_argument& a, std::uint64_t bits) {
-  if (!a.is_double) return std::to_string(bits);
-  double d = 0;
-  std::memcpy(&d, &bits, sizeof(d));
-  std::ostringstream out;
-  out << d;
-  return out.str();
+  switch (a.as) {
+    case maker_argument::kind::signed_integer:
+      return std::to_string(static_cast<std::int64_t>(bits));
+    case maker_argument::kind::floating_point: {
+      std::ostringstream out;
+      out << std::bit_cast<double>(bits);
+      return out.str();
+    }
+    default:
+      return std::to_string(bits);
+  }
 }
 
 // agree_on_making<Tensor>(m, who, sizes, arguments): collective over the mesh's ranks; throws
@@ -78,7 +87,7 @@ void agree_on_making(const typename Tensor::mesh_type& m, const char* who,
                      const extents<E...>& sizes, std::initializer_list<maker_argument> arguments) {
   std::vector<maker_argument> all;
   [&]<class... Dims>(shape<Dims...>*) {
-    (all.push_back({Dims::name(), sizes.template get<Dims>(), false}), ...);
+    (all.push_back({Dims::name(), sizes.template get<Dims>()}), ...);
   }(static_cast<typename Tensor::shape_type*>(nullptr));
   all.insert(all.end(), arguments.begin(), arguments.end());
   std::vector<std::uint64_t> mine, most(2 * all.size());
@@ -92,10 +101,10 @@ void agree_on_making(const typename Tensor::mesh_type& m, const char* who,
     if (most[2 * i] == ~most[2 * i + 1]) continue;
     const bool is_dim = i < Tensor::rank;
     throw error(std::string("meshpp::") + who + ": the ranks disagree on " +
-                (is_dim ? "the size of dim '" : "the ") + std::string(all[i].name) + (is_dim ? "'" : "") +
-                " (from " + maker_argument_text(all[i], ~most[2 * i + 1]) + " to " +
-                maker_argument_text(all[i], most[2 * i]) + "; this rank: " + to_string(sizes) +
-                "): every rank must make the same tensor");
+                (is_dim ? "the size of dim '" : "the ") + std::string(all[i].name) +
+                (is_dim ? "'" : "") + " (from " + maker_argument_text(all[i], ~most[2 * i + 1]) +
+                " to " + maker_argument_text(all[i], most[2 * i]) +
+                "; this rank: " + to_string(sizes) + "): every rank must make the same tensor");
   }
 }
 
@@ -193,7 +202,8 @@ requires(!is_tensor_v<T>) auto generate(const Mesh& m, const extents<E...>& size
 // iota<Tensor>(mesh, sizes): a tensor of one dim D holding each element's global index along
 // D (0, 1, ..., size - 1), correct on every shard: a rank holding the stripe [8, 16) of D
 // holds 8 ... 15. Compared with another iota it makes masks by name:
-//   iota<memory_length>(mesh, sizes) <= iota<length>(mesh, sizes)   // causal, [memory_length, length]
+//   iota<memory_length>(mesh, sizes) <= iota<length>(mesh, sizes)   // causal, [memory_length,
+//   length]
 template <class Tensor, class... E>
 requires is_tensor_v<Tensor> Tensor iota(const typename Tensor::mesh_type& m,
                                          const extents<E...>& sizes) {
@@ -238,9 +248,10 @@ requires is_tensor_v<Tensor> Tensor random_normal(const typename Tensor::mesh_ty
                                                   typename Tensor::value_type mean = 0,
                                                   typename Tensor::value_type stddev = 1) {
   using T = typename Tensor::value_type;
-  detail::agree_on_making<Tensor>(
-      m, "random_normal", sizes,
-      {{"seed", seed}, detail::argument_bits("mean", mean), detail::argument_bits("stddev", stddev)});
+  detail::agree_on_making<Tensor>(m, "random_normal", sizes,
+                                  {{"seed", seed},
+                                   detail::argument_bits("mean", mean),
+                                   detail::argument_bits("stddev", stddev)});
   Tensor t(m, sizes, Tensor::uninitialized);
   detail::for_each_element(t, [&](T& x, const auto&, std::uint64_t linear) {
     x = mean + stddev * normal_at<T>(seed, linear);

@@ -229,10 +229,9 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
       for (std::size_t i = 0; i < ndims; ++i) {
         if (most[2 * i] != -most[2 * i + 1]) {
           throw error("meshpp::mesh: the ranks disagree on the mesh shape: mesh dim '" +
-                      std::string(names()[i]) + "' has size " +
-                      std::to_string(-most[2 * i + 1]) + " on some ranks and " +
-                      std::to_string(most[2 * i]) + " on others (this rank: " + shape_text +
-                      ")");
+                      std::string(names()[i]) + "' has size " + std::to_string(-most[2 * i + 1]) +
+                      " on some ranks and " + std::to_string(most[2 * i]) +
+                      " on others (this rank: " + shape_text + ")");
         }
       }
       for (std::size_t i = 0; i < ndims; ++i) {

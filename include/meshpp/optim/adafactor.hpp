@@ -21,11 +21,11 @@
 //   p -= u
 // RMS(y) = sqrt(mean of y^2 over all of y's elements). A learning_rate, decay_exponent or
 // epsilon2 must be finite and >= 0, beta1 and decay_rate in [0, 1), clipping_threshold and
-// epsilon1 finite and > 0 (else meshpp::error from the constructor or set_learning_rate). Mesh-TensorFlow factors the two
-// largest dims; dims are types here, so the factored dims are the last two, chosen at
-// compile time (put R and C last); whether to factor is decided from their sizes at the first
-// update. t and the schedules count this variable's own updates (Mesh-TensorFlow's global
-// step, when every step has a gradient for it).
+// epsilon1 finite and > 0 (else meshpp::error from the constructor or set_learning_rate).
+// Mesh-TensorFlow factors the two largest dims; dims are types here, so the factored dims are the
+// last two, chosen at compile time (put R and C last); whether to factor is decided from their
+// sizes at the first update. t and the schedules count this variable's own updates
+// (Mesh-TensorFlow's global step, when every step has a gradient for it).
 //
 // Memory: factored, v_r and v_c hold R + C numbers per matrix (per index of "...") instead of
 // v's R * C; on a rank holding [R/a, C/b], R/a + C/b. Unfactored, v is laid out as p. With
@@ -86,7 +86,8 @@ inline void check_options(const adafactor_options& o) {
   if (o.decay_rate) check_below_one("adafactor", "decay_rate", *o.decay_rate);
   // beta2_t = 1 - t^(-c) lies in [0, 1) for every t >= 1 iff c >= 0
   check_non_negative("adafactor", "decay_exponent", o.decay_exponent);
-  if (o.clipping_threshold) check_positive("adafactor", "clipping_threshold", *o.clipping_threshold);
+  if (o.clipping_threshold)
+    check_positive("adafactor", "clipping_threshold", *o.clipping_threshold);
   check_positive("adafactor", "epsilon1", o.epsilon1);  // 0: 0 / 0 where g is 0 throughout
   check_non_negative("adafactor", "epsilon2", o.epsilon2);
 }

@@ -60,7 +60,8 @@ void check_adam_options(std::string_view who, const Options& o) {
   check_below_one(who, "beta1", o.beta1);
   check_below_one(who, "beta2", o.beta2);
   check_positive(who, "epsilon", o.epsilon);  // 0 would divide 0 by 0 where g has been 0
-  if constexpr (requires { o.weight_decay; }) check_non_negative(who, "weight_decay", o.weight_decay);
+  if constexpr (requires { o.weight_decay; })
+    check_non_negative(who, "weight_decay", o.weight_decay);
 }
 
 // adam_slot<Tensor, Options>: a variable, its two moments and its count of updates; the
