@@ -86,13 +86,14 @@ auto matrix(const Mesh& m, std::size_t nr, std::size_t nc) {
 
 void write_bytes(const std::string& path, const std::vector<unsigned char>& bytes) {
   std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
 }
 
 // An IDX file of unsigned bytes with these dims and `data_bytes` bytes of data (the right
 // number is the product of dims)
-std::vector<unsigned char> idx_bytes(const std::vector<std::uint32_t>& dims,
-                                     std::size_t data_bytes, unsigned char type = 0x08) {
+std::vector<unsigned char> idx_bytes(const std::vector<std::uint32_t>& dims, std::size_t data_bytes,
+                                     unsigned char type = 0x08) {
   std::vector<unsigned char> b{0, 0, type, static_cast<unsigned char>(dims.size())};
   for (std::uint32_t d : dims) {
     for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<unsigned char>(d >> s));
@@ -116,9 +117,9 @@ TEST_CASE("1. full<>: a split size the mesh dim does not divide throws on every 
   const auto sizes = mp::extents{rows{} = 2, cols{} = nz() + 1};
   auto make = [&] { (void)mp::full<double, rows, cols>(m, sizes, 1.0); };
   if (n_ranks() >= 2) {
-    CHECK_ALL_RANKS(throws_with<mp::error>(
-        make, {"dim 'cols' of size " + std::to_string(nz() + 1), "mesh dim 'all' of size " +
-                                                                      std::to_string(nz())}));
+    CHECK_ALL_RANKS(
+        throws_with<mp::error>(make, {"dim 'cols' of size " + std::to_string(nz() + 1),
+                                      "mesh dim 'all' of size " + std::to_string(nz())}));
   } else {
     CHECK_NOTHROW(make());
   }
@@ -126,8 +127,11 @@ TEST_CASE("1. full<>: a split size the mesh dim does not divide throws on every 
 }
 
 TEST_CASE("2. a negative size throws where the extents are made, naming dim and value") {
-  CHECK_ALL_RANKS(throws_with<mp::error>([] { (void)mp::extents{rows{} = 3, cols{} = -2}; },
-                                         {"dim 'cols' was given the negative size -2"}));
+  CHECK_ALL_RANKS(throws_with<mp::error>(
+      [] {
+        (void)mp::extents{rows{} = 3, cols{} = -2};
+      },
+      {"dim 'cols' was given the negative size -2"}));
   // through reshape's extents and a maker's, the same check
   line_mesh m({n_ranks()});
   CHECK_ALL_RANKS(throws_with<mp::error>(
@@ -171,9 +175,7 @@ TEST_CASE("6. reshape to sizes whose product differs throws, naming both product
   line_mesh m({n_ranks()});
   const auto t = matrix<float>(m, 3, 2 * nz());
   CHECK_ALL_RANKS(throws_with<mp::error>(
-      [&] {
-        (void)mp::reshape<mp::shape<tokens>>(t, mp::extents{tokens{} = 6 * nz() + 1});
-      },
+      [&] { (void)mp::reshape<mp::shape<tokens>>(t, mp::extents{tokens{} = 6 * nz() + 1}); },
       {"meshpp::reshape", "total size " + std::to_string(6 * nz()),
        "total size " + std::to_string(6 * nz() + 1)}));
   CHECK(ranks_in_step());
@@ -186,7 +188,8 @@ TEST_CASE("7. reshape to a result the mesh's rules cannot split throws before mo
   mesh_t m({n_ranks()});
   const auto t = matrix<float>(m, nz(), nz() + 1);
   auto bad = [&] {
-    (void)mp::reshape<mp::shape<tokens, batch>>(t, mp::extents{tokens{} = nz(), batch{} = nz() + 1});
+    (void)mp::reshape<mp::shape<tokens, batch>>(t,
+                                                mp::extents{tokens{} = nz(), batch{} = nz() + 1});
   };
   if (n_ranks() >= 2) {
     CHECK_ALL_RANKS(throws_with<mp::error>(
@@ -251,12 +254,17 @@ TEST_CASE("11. a mesh whose product is not the number of ranks throws, too big o
   using mesh_t = mp::mesh<mp::axes<x, y>, mp::layout<>>;
   const int n = n_ranks();
   CHECK_ALL_RANKS(throws_with<mp::error>(
-      [&] { mesh_t m({n, 2}); },
+      [&] {
+        mesh_t m({n, 2});
+      },
       {"mesh shape [x:" + std::to_string(n) + ", y:2] needs " + std::to_string(2 * n) +
        " ranks, but the communicator has " + std::to_string(n)}));
   if (n >= 2) {
-    CHECK_ALL_RANKS(throws_with<mp::error>([&] { mesh_t m({n / 2, 1}); },
-                                           {"needs " + std::to_string(n / 2) + " ranks"}));
+    CHECK_ALL_RANKS(throws_with<mp::error>(
+        [&] {
+          mesh_t m({n / 2, 1});
+        },
+        {"needs " + std::to_string(n / 2) + " ranks"}));
   }
   CHECK(ranks_in_step());
 }
@@ -264,9 +272,15 @@ TEST_CASE("11. a mesh whose product is not the number of ranks throws, too big o
 TEST_CASE("12. a mesh dim of size 0 or negative throws, naming it") {
   using mesh_t = mp::mesh<mp::axes<x, y>, mp::layout<>>;
   CHECK_ALL_RANKS(throws_with<mp::error>(
-      [&] { mesh_t m({0, n_ranks()}); }, {"has a mesh dim of size 0", "at least 1 rank"}));
-  CHECK_ALL_RANKS(throws_with<mp::error>([&] { mesh_t m({-1, -n_ranks()}); },
-                                         {"mesh dim of size -1"}));
+      [&] {
+        mesh_t m({0, n_ranks()});
+      },
+      {"has a mesh dim of size 0", "at least 1 rank"}));
+  CHECK_ALL_RANKS(throws_with<mp::error>(
+      [&] {
+        mesh_t m({-1, -n_ranks()});
+      },
+      {"mesh dim of size -1"}));
   CHECK_ALL_RANKS(
       throws_with<mp::error>([] { (void)mp::balanced_grid<2>(0); }, {"at least 1, not 0"}));
   CHECK(ranks_in_step());
@@ -286,7 +300,8 @@ TEST_CASE("13. ranks that disagree on the mesh shape throw on every rank") {
   }
   // a shape that is wrong on one rank only: that rank alone would throw, the others would go
   // on to split the communicator and wait there
-  const std::array<int, 2> one_off = world().rank() == n - 1 ? std::array{n + 1, 1} : std::array{n, 1};
+  const std::array<int, 2> one_off =
+      world().rank() == n - 1 ? std::array{n + 1, 1} : std::array{n, 1};
   CHECK_ALL_RANKS(throws_with<mp::error>([&] { mesh_t m(one_off); }, {"meshpp::mesh"}));
   CHECK(ranks_in_step());
 }
@@ -318,8 +333,9 @@ TEST_CASE("14. shift past the size: all zeros with boundary::zero, offset mod si
 TEST_CASE("15. slice past the end throws, naming the range and the size, without wrapping") {
   line_mesh m({n_ranks()});
   const auto t = matrix<double>(m, 4, nz());
-  CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::slice<rows>(t, 2, 3); },
-                                         {"meshpp::slice<rows>: [2, 5) is outside the dim of size 4"}));
+  CHECK_ALL_RANKS(
+      throws_with<mp::error>([&] { (void)mp::slice<rows>(t, 2, 3); },
+                             {"meshpp::slice<rows>: [2, 5) is outside the dim of size 4"}));
   CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::slice<rows>(t, 5, 0); },
                                          {"is outside the dim of size 4"}));
   // begin + size wraps around std::size_t: still outside
@@ -345,8 +361,11 @@ TEST_CASE("16. pad by more than the size, and concat/split_along of mismatched s
   const auto u = matrix<double>(m, 3, 2 * nz());
   CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::concat<rows>(t, u); },
                                          {"meshpp::concat<rows>", "size of dim 'cols'"}));
-  CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::split_along<rows>(t, {1, 2}); },
-                                         {"the sizes add up to 3, not the dim's size 2"}));
+  CHECK_ALL_RANKS(throws_with<mp::error>(
+      [&] {
+        (void)mp::split_along<rows>(t, {1, 2});
+      },
+      {"the sizes add up to 3, not the dim's size 2"}));
   CHECK(ranks_in_step());
 }
 
@@ -354,9 +373,10 @@ TEST_CASE("17. halo wider than the dim: an error with wrap, zeros beyond the end
   line_mesh m({n_ranks()});
   const std::size_t nc = nz();  // one column per rank: a halo of 3 reaches 3 ranks away
   const auto t = matrix<double>(m, 2, nc);
-  CHECK_ALL_RANKS(throws_with<mp::error>(
-      [&] { (void)mp::halo_exchange<cols>(t, nc + 1, mp::boundary::wrap); },
-      {"meshpp::halo_exchange<cols>: a halo of " + std::to_string(nc + 1) + " is wider than the dim"}));
+  CHECK_ALL_RANKS(
+      throws_with<mp::error>([&] { (void)mp::halo_exchange<cols>(t, nc + 1, mp::boundary::wrap); },
+                             {"meshpp::halo_exchange<cols>: a halo of " + std::to_string(nc + 1) +
+                              " is wider than the dim"}));
   const std::size_t w = nc + 2;
   const auto h = mp::halo_exchange<cols>(t, w);
   const std::size_t local = t.local_shape()[1];
@@ -381,14 +401,14 @@ TEST_CASE("18. read_idx: a missing file, a directory, a truncated file, trailing
   REQUIRE(meshpp_test::all_ranks(!dir.path.empty()));
   CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::read_idx(dir / "none"); },
                                          {"meshpp::read_idx: " + (dir / "none"), "no such file"}));
-  CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::read_idx(dir.path.string()); },
-                                         {"is a directory"}));
+  CHECK_ALL_RANKS(
+      throws_with<mp::error>([&] { (void)mp::read_idx(dir.path.string()); }, {"is a directory"}));
   write_bytes(dir / "short", idx_bytes({3, 4}, 11));
   CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::read_idx(dir / "short"); },
                                          {dir / "short", "truncated"}));
   write_bytes(dir / "header", {0, 0, 8});  // ends inside the magic number
-  CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::read_idx(dir / "header"); },
-                                         {"truncated"}));
+  CHECK_ALL_RANKS(
+      throws_with<mp::error>([&] { (void)mp::read_idx(dir / "header"); }, {"truncated"}));
   write_bytes(dir / "long", idx_bytes({3, 4}, 13));
   CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::read_idx(dir / "long"); },
                                          {"trailing bytes: expected 12 bytes of data"}));
@@ -407,15 +427,15 @@ TEST_CASE("19. read_idx: the wrong format (magic, type, dims, a corrupt gzip)") 
   CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::read_idx(dir / "text"); },
                                          {dir / "text", "bad magic number 68 65 6c 6c"}));
   write_bytes(dir / "floats", idx_bytes({2}, 8, 0x0d));
-  CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::read_idx(dir / "floats"); },
-                                         {"data type 0x0d"}));
+  CHECK_ALL_RANKS(
+      throws_with<mp::error>([&] { (void)mp::read_idx(dir / "floats"); }, {"data type 0x0d"}));
   write_bytes(dir / "rank0", idx_bytes({}, 0));
-  CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::read_idx(dir / "rank0"); },
-                                         {"bad number of dims 0"}));
+  CHECK_ALL_RANKS(
+      throws_with<mp::error>([&] { (void)mp::read_idx(dir / "rank0"); }, {"bad number of dims 0"}));
   // gzip magic, then garbage
   write_bytes(dir / "bad.gz", {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 'x', 'y', 'z', 1, 2, 3});
-  CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::read_idx(dir / "bad.gz"); },
-                                         {dir / "bad.gz"}));
+  CHECK_ALL_RANKS(
+      throws_with<mp::error>([&] { (void)mp::read_idx(dir / "bad.gz"); }, {dir / "bad.gz"}));
   CHECK(ranks_in_step());
 }
 
@@ -434,8 +454,9 @@ TEST_CASE("20. load_mnist(comm, dir): a file missing or bad on one rank only, ev
   if (odd_one) write_bytes(dir / "t10k-labels-idx1-ubyte", idx_bytes({1}, 0));
   CHECK_ALL_RANKS(throws_with<mp::error>(
       [&] { (void)mp::load_mnist(world(), dir.path.string()); },
-      {odd_one ? "meshpp::read_idx" : "meshpp: rank " + std::to_string(n_ranks() - 1) +
-                                          " found bad input: meshpp::read_idx",
+      {odd_one
+           ? "meshpp::read_idx"
+           : "meshpp: rank " + std::to_string(n_ranks() - 1) + " found bad input: meshpp::read_idx",
        "t10k-labels-idx1-ubyte: truncated"}));
   // labels and images that disagree in number
   write_bytes(dir / "t10k-labels-idx1-ubyte", idx_bytes({2}, 2));
@@ -454,19 +475,14 @@ TEST_CASE("21. load_text: missing, empty, too short, invalid UTF-8, bad options"
   CHECK_ALL_RANKS(throws_with<mp::error>(load("none.txt"), {"none.txt: no such file"}));
   write_bytes(dir / "empty.txt", {});
   CHECK_ALL_RANKS(throws_with<mp::error>(load("empty.txt"), {"is empty (0 bytes)"}));
-  {
-    std::ofstream(dir / "short.txt") << "In the beginning";
-  }
+  { std::ofstream(dir / "short.txt") << "In the beginning"; }
   CHECK_ALL_RANKS(throws_with<mp::error>(load("short.txt"), {"too short: 16 characters"}));
   std::string bytes = text_of(2000);
   bytes[1500] = static_cast<char>(0xc3);  // a lead byte followed by ASCII
-  {
-    std::ofstream(dir / "latin1.txt", std::ios::binary) << bytes;
-  }
-  CHECK_ALL_RANKS(throws_with<mp::error>(load("latin1.txt"), {"invalid UTF-8 at byte offset 1500"}));
-  {
-    std::ofstream(dir / "good.txt") << text_of(2000);
-  }
+  { std::ofstream(dir / "latin1.txt", std::ios::binary) << bytes; }
+  CHECK_ALL_RANKS(
+      throws_with<mp::error>(load("latin1.txt"), {"invalid UTF-8 at byte offset 1500"}));
+  { std::ofstream(dir / "good.txt") << text_of(2000); }
   CHECK_ALL_RANKS(throws_with<mp::error>(load("good.txt", {.validation_fraction = 1.0}),
                                          {"bad options: validation_fraction"}));
   CHECK_ALL_RANKS(throws_with<mp::error>(load("good.txt", {.pad_to = 0}), {"pad_to = 0"}));
@@ -478,9 +494,7 @@ TEST_CASE("21. load_text: missing, empty, too short, invalid UTF-8, bad options"
 TEST_CASE("22. load_text: ranks that read different text throw on every rank") {
   meshpp_test::temp_dir dir;
   REQUIRE(meshpp_test::all_ranks(!dir.path.empty()));
-  {
-    std::ofstream(dir / "t.txt") << text_of(2000, world().rank() == 0 ? 'a' : 'b');
-  }
+  { std::ofstream(dir / "t.txt") << text_of(2000, world().rank() == 0 ? 'a' : 'b'); }
   auto load = [&] { (void)mp::load_text(world(), dir / "t.txt"); };
   if (n_ranks() >= 2) {
     CHECK_ALL_RANKS(throws_with<mp::error>(load, {"ranks read different text"}));
@@ -490,9 +504,38 @@ TEST_CASE("22. load_text: ranks that read different text throw on every rank") {
   CHECK(ranks_in_step());
 }
 
+TEST_CASE("23. a text corpus misused: unknown character, id past the vocab, window too long") {
+  meshpp_test::temp_dir dir;
+  REQUIRE(meshpp_test::all_ranks(!dir.path.empty()));
+  {
+    std::ofstream(dir / "t.txt") << text_of(2000);  // the alphabet a..g, vocab 8
+  }
+  const auto corpus = mp::load_text(world(), dir / "t.txt");
+  CHECK_ALL_RANKS(throws_with<mp::error>(
+      [&] { (void)corpus.encode("abz"); },
+      {"meshpp::text_corpus::encode", "(character 2, byte offset 2", "is not in the alphabet"}));
+  const std::vector<std::int32_t> ids{0, 8};
+  CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)corpus.decode(ids); },
+                                         {"meshpp::text_corpus::decode: id 8 is not in [0, 8)"}));
+  // a padding id (in the vocab, not the alphabet) decodes to U+FFFD: documented
+  const std::vector<std::int32_t> padding{7};
+  CHECK_ALL_RANKS(corpus.decode(padding) == "\xef\xbf\xbd");
+  const std::size_t n = corpus.train_ids.size();
+  CHECK_ALL_RANKS(throws_with<mp::error>(
+      [&] { (void)mp::window_starts(n, n + 1, 4, 1, 0); },
+      {"meshpp::window_starts: a window of " + std::to_string(n + 1) + " ids does not fit"}));
+  CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::window_starts(n, 0, 4, 1, 0); },
+                                         {"a window of 0 ids"}));
+  CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::evaluation_starts(n, 0, 4); },
+                                         {"meshpp::evaluation_starts: window is 0"}));
+  // a window longer than the validation text: no windows, documented
+  CHECK_ALL_RANKS(mp::evaluation_starts(10, 11, 4).empty());
+  CHECK(ranks_in_step());
+}
+
 // --- ranks that disagree on sizes, seeds, layouts, ids ----------------------------------------
 
-TEST_CASE("23. a tensor made with sizes that differ per rank throws on every rank") {
+TEST_CASE("24. a tensor made with sizes that differ per rank throws on every rank") {
   line_mesh m({n_ranks()});
   const std::size_t mine = world().rank() == 0 ? 2 * nz() : 4 * nz();
   const auto sizes = mp::extents{rows{} = 3, cols{} = mine};
@@ -523,7 +566,7 @@ TEST_CASE("23. a tensor made with sizes that differ per rank throws on every ran
   CHECK(ranks_in_step());
 }
 
-TEST_CASE("24. a random tensor with a rank-dependent seed throws on every rank") {
+TEST_CASE("25. a random tensor with a rank-dependent seed throws on every rank") {
   // replicated: each rank would hold a different "copy"; split: a tensor no one seed makes
   replicated_mesh r({n_ranks()});
   line_mesh s({n_ranks()});
@@ -552,7 +595,7 @@ TEST_CASE("24. a random tensor with a rank-dependent seed throws on every rank")
   CHECK(ranks_in_step());
 }
 
-TEST_CASE("25. scatter of arrays whose shapes differ per rank throws on every rank") {
+TEST_CASE("26. scatter of arrays whose shapes differ per rank throws on every rank") {
   line_mesh m({n_ranks()});
   const auto sizes = mp::extents{rows{} = 2, cols{} = 2 * nz()};
   const std::size_t mine_rows = world().rank() == 0 ? 2 : 3;
@@ -563,15 +606,15 @@ TEST_CASE("25. scatter of arrays whose shapes differ per rank throws on every ra
     const std::string cols_text = std::to_string(2 * nz());
     CHECK_ALL_RANKS(throws_with<mp::error>(
         make, {"meshpp::scatter: the global array on rank " +
-                   std::to_string(std::max(world().rank(), 1)) + " has shape [3, " + cols_text +
-                   "], but the extents give [rows:2, cols:" + cols_text + "]"}));
+               std::to_string(std::max(world().rank(), 1)) + " has shape [3, " + cols_text +
+               "], but the extents give [rows:2, cols:" + cols_text + "]"}));
   } else {
     CHECK_NOTHROW(make());
   }
   CHECK(ranks_in_step());
 }
 
-TEST_CASE("26. ids out of range on one rank only: gather and one_hot throw on every rank") {
+TEST_CASE("27. ids out of range on one rank only: gather and one_hot throw on every rank") {
   using mesh_t = mp::mesh<mp::axes<all>, mp::layout<mp::split<batch, all>>>;
   mesh_t m({n_ranks()});
   const std::size_t nv = 5;
@@ -584,15 +627,15 @@ TEST_CASE("26. ids out of range on one rank only: gather and one_hot throw on ev
                             "] is outside [0, 5), the range of dim 'vocab'";
   CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::gather<vocab>(table, ids); },
                                          {"meshpp::gather<vocab>(table, ids)", where}));
-  CHECK_ALL_RANKS(throws_with<mp::error>(
-      [&] { (void)mp::one_hot<vocab>(ids, mp::extents{vocab{} = nv}); },
-      {"meshpp::one_hot<vocab>(ids, sizes)", where}));
+  CHECK_ALL_RANKS(
+      throws_with<mp::error>([&] { (void)mp::one_hot<vocab>(ids, mp::extents{vocab{} = nv}); },
+                             {"meshpp::one_hot<vocab>(ids, sizes)", where}));
   CHECK(ranks_in_step());
 }
 
 // --- where ------------------------------------------------------------------------------------
 
-TEST_CASE("27. where(bool tensor, traced, scalar) compiles; its gradient is the mask") {
+TEST_CASE("28. where(bool tensor, traced, scalar) compiles; its gradient is the mask") {
   line_mesh m({n_ranks()});
   const auto sizes = mp::extents{rows{} = 3, cols{} = 2 * nz()};
   auto w = mp::variable(matrix<double>(m, 3, 2 * nz()), "w");
@@ -621,9 +664,9 @@ TEST_CASE("27. where(bool tensor, traced, scalar) compiles; its gradient is the 
   CHECK_ALL_RANKS(ok2);
 }
 
-TEST_CASE("28. where's result takes the branches' dim order, not the condition's") {
+TEST_CASE("29. where's result takes the branches' dim order, not the condition's") {
   line_mesh m({n_ranks()});
-  const auto t = matrix<double>(m, 3, 2 * nz());  // [rows, cols]
+  const auto t = matrix<double>(m, 3, 2 * nz());     // [rows, cols]
   const auto mask = mp::generate<bool, cols, rows>(  // [cols, rows]
       m, mp::extents{rows{} = 3, cols{} = 2 * nz()}, [](const auto& i) { return i[0] % 2 == 0; });
   const auto out = mp::eval(mp::where(mask, t, 0.0));
@@ -631,7 +674,8 @@ TEST_CASE("28. where's result takes the branches' dim order, not the condition's
   const auto O = mp::gather(out);
   bool ok = O.shape()[0] == 3 && O.shape()[1] == 2 * nz();
   for (std::size_t r = 0; ok && r < 3; ++r) {
-    for (std::size_t c = 0; c < 2 * nz(); ++c) ok = ok && O(r, c) == (c % 2 == 0 ? value(r, c) : 0.0);
+    for (std::size_t c = 0; c < 2 * nz(); ++c)
+      ok = ok && O(r, c) == (c % 2 == 0 ? value(r, c) : 0.0);
   }
   CHECK_ALL_RANKS(ok);
   // a traced branch keeps it too

@@ -60,9 +60,8 @@ double logit(std::size_t b, std::size_t c) { return std::sin(1.3 * b + 0.7 * c) 
 template <class Mesh>
 auto logits_with(const Mesh& m, double bad, std::size_t bad_class = 1) {
   return mp::generate<double, batch, classes>(
-      m, mp::extents{batch{} = nb, classes{} = nc()}, [=](const auto& i) {
-        return i[0] == 1 && i[1] == bad_class ? bad : logit(i[0], i[1]);
-      });
+      m, mp::extents{batch{} = nb, classes{} = nc()},
+      [=](const auto& i) { return i[0] == 1 && i[1] == bad_class ? bad : logit(i[0], i[1]); });
 }
 
 // softmax of a finite row, computed here
@@ -88,13 +87,15 @@ bool row_one_nan_others_right(const A& p, double tol) {
 
 // --- NaN and Inf in inputs ---------------------------------------------------------------------
 
-TEST_CASE("29. softmax: NaN or +Inf in a row makes that row NaN, other rows exact") {
+TEST_CASE("30. softmax: NaN or +Inf in a row makes that row NaN, other rows exact") {
   split_mesh s({static_cast<int>(nz())});
   whole_mesh w({static_cast<int>(nz())});
   for (double bad : {not_a_number, infinity}) {
     INFO("bad value " << bad);
-    CHECK_ALL_RANKS(row_one_nan_others_right(mp::gather(mp::softmax<classes>(logits_with(s, bad))), 1e-12));
-    CHECK_ALL_RANKS(row_one_nan_others_right(mp::gather(mp::softmax<classes>(logits_with(w, bad))), 1e-12));
+    CHECK_ALL_RANKS(
+        row_one_nan_others_right(mp::gather(mp::softmax<classes>(logits_with(s, bad))), 1e-12));
+    CHECK_ALL_RANKS(
+        row_one_nan_others_right(mp::gather(mp::softmax<classes>(logits_with(w, bad))), 1e-12));
   }
   // -Inf is a masked entry: probability 0, the rest renormalised
   const auto p = mp::gather(mp::softmax<classes>(logits_with(s, -infinity)));
@@ -104,7 +105,7 @@ TEST_CASE("29. softmax: NaN or +Inf in a row makes that row NaN, other rows exac
   CHECK(ranks_in_step());
 }
 
-TEST_CASE("30. layer_norm: NaN or Inf in a row makes that row NaN, other rows unaffected") {
+TEST_CASE("31. layer_norm: NaN or Inf in a row makes that row NaN, other rows unaffected") {
   split_mesh s({static_cast<int>(nz())});
   const auto sizes = mp::extents{classes{} = nc()};
   const auto gamma = mp::ones<double, classes>(s, sizes);
@@ -112,7 +113,8 @@ TEST_CASE("30. layer_norm: NaN or Inf in a row makes that row NaN, other rows un
   for (double bad : {not_a_number, infinity, -infinity}) {
     INFO("bad value " << bad);
     const auto y = mp::gather(mp::layer_norm<classes>(logits_with(s, bad), gamma, beta).value());
-    const auto good = mp::gather(mp::layer_norm<classes>(logits_with(s, 0.25), gamma, beta).value());
+    const auto good =
+        mp::gather(mp::layer_norm<classes>(logits_with(s, 0.25), gamma, beta).value());
     bool ok = true;
     for (std::size_t b = 0; b < y.shape()[0]; ++b) {
       for (std::size_t c = 0; c < y.shape()[1]; ++c) {
@@ -123,12 +125,13 @@ TEST_CASE("30. layer_norm: NaN or Inf in a row makes that row NaN, other rows un
   }
 }
 
-TEST_CASE("31. softmax_cross_entropy: a NaN logit gives that example NaN, +Inf elsewhere +Inf") {
+TEST_CASE("32. softmax_cross_entropy: a NaN logit gives that example NaN, +Inf elsewhere +Inf") {
   split_mesh s({static_cast<int>(nz())});
   const auto labels = mp::generate<std::int32_t, batch>(
       s, mp::extents{batch{} = nb}, [](const auto& i) { return std::int32_t(i[0] % 2); });
   auto check = [&](double bad, std::size_t bad_class, auto is_bad) {
-    const auto l = mp::gather(mp::softmax_cross_entropy<classes>(logits_with(s, bad, bad_class), labels));
+    const auto l =
+        mp::gather(mp::softmax_cross_entropy<classes>(logits_with(s, bad, bad_class), labels));
     bool ok = true;
     for (std::size_t b = 0; b < nb; ++b) {
       double lse = 0;
@@ -140,12 +143,13 @@ TEST_CASE("31. softmax_cross_entropy: a NaN logit gives that example NaN, +Inf e
   };
   // example 1's label is class 1
   CHECK_ALL_RANKS(check(not_a_number, 0, [](double v) { return std::isnan(v); }));
-  CHECK_ALL_RANKS(check(infinity, 0, [](double v) { return v == infinity; }));  // p(label) = 0
+  CHECK_ALL_RANKS(check(infinity, 0, [](double v) { return v == infinity; }));      // p(label) = 0
   CHECK_ALL_RANKS(check(-infinity, 0, [](double v) { return std::isfinite(v); }));  // masked class
-  CHECK_ALL_RANKS(check(infinity, 1, [](double v) { return std::isnan(v); }));  // infinity - infinity
+  CHECK_ALL_RANKS(
+      check(infinity, 1, [](double v) { return std::isnan(v); }));  // infinity - infinity
 }
 
-TEST_CASE("32. softmax_cross_entropy: labels out of range, on one rank only, throw on every rank") {
+TEST_CASE("33. softmax_cross_entropy: labels out of range, on one rank only, throw on every rank") {
   split_mesh s({static_cast<int>(nz())});
   const auto z = logits_with(s, 0.5);
   // replicated labels: the last rank alone holds a bad one (replicas that should agree do not)
@@ -163,11 +167,11 @@ TEST_CASE("32. softmax_cross_entropy: labels out of range, on one rank only, thr
   auto run = [&] { (void)mp::softmax_cross_entropy<classes>(z, labels); };
   const std::string last = std::to_string(nz() - 1);
   const bool finder = world().rank() + 1 == static_cast<int>(nz());
-  CHECK_ALL_RANKS(throws_with<mp::error>(
-      run, {(finder ? "" : "meshpp: rank " + last + " found bad input: ") +
-            "meshpp::gather<classes>(table, ids): id " + std::to_string(nc()) +
-            " at ids[batch:0] is outside [0, " + std::to_string(nc()) +
-            "), the range of dim 'classes'"}));
+  CHECK_ALL_RANKS(
+      throws_with<mp::error>(run, {(finder ? "" : "meshpp: rank " + last + " found bad input: ") +
+                                   "meshpp::gather<classes>(table, ids): id " +
+                                   std::to_string(nc()) + " at ids[batch:0] is outside [0, " +
+                                   std::to_string(nc()) + "), the range of dim 'classes'"}));
   const auto negative = mp::full<std::int32_t, batch>(s, mp::extents{batch{} = nb}, -1);
   auto traced = mp::trace(z);
   CHECK_ALL_RANKS(throws_with<mp::error>(
@@ -178,7 +182,7 @@ TEST_CASE("32. softmax_cross_entropy: labels out of range, on one rank only, thr
 
 // --- layers' hyperparameters -----------------------------------------------------------------
 
-TEST_CASE("33. layer_norm: epsilon <= 0 or NaN throws, naming the value") {
+TEST_CASE("34. layer_norm: epsilon <= 0 or NaN throws, naming the value") {
   split_mesh s({static_cast<int>(nz())});
   const auto sizes = mp::extents{classes{} = nc()};
   const auto gamma = mp::ones<double, classes>(s, sizes);
@@ -186,9 +190,9 @@ TEST_CASE("33. layer_norm: epsilon <= 0 or NaN throws, naming the value") {
   const auto x = logits_with(s, 0.5);
   for (double eps : {0.0, -1e-5, not_a_number, infinity}) {
     INFO("epsilon " << eps);
-    CHECK_ALL_RANKS(throws_with<mp::error>(
-        [&] { (void)mp::layer_norm<classes>(x, gamma, beta, eps); },
-        {"meshpp::layer_norm<classes>", "epsilon must be finite and > 0"}));
+    CHECK_ALL_RANKS(
+        throws_with<mp::error>([&] { (void)mp::layer_norm<classes>(x, gamma, beta, eps); },
+                               {"meshpp::layer_norm<classes>", "epsilon must be finite and > 0"}));
     CHECK_ALL_RANKS(throws_with<mp::error>(
         [&] { mp::layer_norm_layer<double, classes, split_mesh> layer(s, sizes, eps); },
         {"meshpp::layer_norm", "epsilon must be finite and > 0"}));
@@ -197,7 +201,7 @@ TEST_CASE("33. layer_norm: epsilon <= 0 or NaN throws, naming the value") {
   CHECK(ranks_in_step());
 }
 
-TEST_CASE("34. dropout: a rate outside [0, 1) or NaN throws, naming it") {
+TEST_CASE("35. dropout: a rate outside [0, 1) or NaN throws, naming it") {
   split_mesh s({static_cast<int>(nz())});
   const auto x = logits_with(s, 0.5);
   for (double rate : {-0.1, 1.0, 1.5, not_a_number}) {
@@ -205,8 +209,8 @@ TEST_CASE("34. dropout: a rate outside [0, 1) or NaN throws, naming it") {
     CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::dropout(x, rate, 1); },
                                            {"meshpp::dropout", "rate must be in [0, 1)"}));
     auto t = mp::trace(x);
-    CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::dropout(t, rate, 1); },
-                                           {"rate must be in [0, 1)"}));
+    CHECK_ALL_RANKS(
+        throws_with<mp::error>([&] { (void)mp::dropout(t, rate, 1); }, {"rate must be in [0, 1)"}));
   }
   // rate 0 is the identity
   CHECK_ALL_RANKS(meshpp_test::bit_equal(mp::gather(mp::dropout(x, 0.0, 1)), mp::gather(x)));
@@ -215,7 +219,7 @@ TEST_CASE("34. dropout: a rate outside [0, 1) or NaN throws, naming it") {
 
 // --- optimizers' hyperparameters --------------------------------------------------------------
 
-TEST_CASE("35. sgd: learning rate, momentum, weight decay out of range throw, naming them") {
+TEST_CASE("36. sgd: learning rate, momentum, weight decay out of range throw, naming them") {
   using o = mp::sgd_options;
   auto bad = [](o opt, const char* what) {
     INFO(what);
@@ -235,7 +239,7 @@ TEST_CASE("35. sgd: learning rate, momentum, weight decay out of range throw, na
   CHECK(fine.learning_rate() == 0.0);  // unchanged by the failed call
 }
 
-TEST_CASE("36. adam and adamw: betas outside [0, 1), epsilon <= 0 and bad rates throw") {
+TEST_CASE("37. adam and adamw: betas outside [0, 1), epsilon <= 0 and bad rates throw") {
   auto bad_adam = [](mp::adam_options opt, const char* what) {
     INFO(what);
     CHECK_ALL_RANKS(throws_with<mp::error>([&] { mp::adam a(opt); }, {"meshpp::adam", what}));
@@ -247,8 +251,9 @@ TEST_CASE("36. adam and adamw: betas outside [0, 1), epsilon <= 0 and bad rates 
   bad_adam({.beta2 = not_a_number}, "beta2");
   bad_adam({.epsilon = 0}, "epsilon must be finite and > 0, got 0");
   bad_adam({.epsilon = -1e-8}, "epsilon must be finite and > 0, got -1e-08");
-  CHECK_ALL_RANKS(throws_with<mp::error>([] { mp::adamw a({.weight_decay = -0.01}); },
-                                         {"meshpp::adamw", "weight_decay must be finite and >= 0"}));
+  CHECK_ALL_RANKS(
+      throws_with<mp::error>([] { mp::adamw a({.weight_decay = -0.01}); },
+                             {"meshpp::adamw", "weight_decay must be finite and >= 0"}));
   CHECK_ALL_RANKS(throws_with<mp::error>([] { mp::adamw a({.beta2 = 1}); },
                                          {"meshpp::adamw", "beta2 must be in [0, 1)"}));
   mp::adam fine({.beta1 = 0, .beta2 = 0});  // no memory: allowed
@@ -256,7 +261,7 @@ TEST_CASE("36. adam and adamw: betas outside [0, 1), epsilon <= 0 and bad rates 
                                          {"meshpp::adam", "learning_rate"}));
 }
 
-TEST_CASE("37. adafactor: every hyperparameter out of range throws, naming it") {
+TEST_CASE("38. adafactor: every hyperparameter out of range throws, naming it") {
   auto bad = [](mp::adafactor_options opt, const char* what) {
     INFO(what);
     CHECK_ALL_RANKS(
@@ -272,7 +277,8 @@ TEST_CASE("37. adafactor: every hyperparameter out of range throws, naming it") 
   bad({.epsilon2 = -1e-3}, "epsilon2 must be finite and >= 0, got -0.001");
   // the defaults and Mesh-TensorFlow's usual settings are fine
   CHECK_NOTHROW(mp::adafactor({}));
-  CHECK_NOTHROW(mp::adafactor({.learning_rate = 1e-2, .beta1 = 0.9, .clipping_threshold = std::nullopt}));
+  CHECK_NOTHROW(
+      mp::adafactor({.learning_rate = 1e-2, .beta1 = 0.9, .clipping_threshold = std::nullopt}));
   mp::adafactor fine({});
   CHECK_ALL_RANKS(throws_with<mp::error>([&] { fine.set_learning_rate(-3); },
                                          {"meshpp::adafactor", "learning_rate", "-3"}));
@@ -290,9 +296,8 @@ bool nan_gradient_step(Opt&& opt, Updated updated, bool everything_nan) {
   const auto p0 = logits_with(s, 0.75);
   mp::variable w(p0, "w");
   opt.add(w);
-  w.grad() = mp::generate<double, batch, classes>(s, p0.sizes(), [](const auto& i) {
-    return i[0] == 1 && i[1] == 1 ? not_a_number : 0.5;
-  });
+  w.grad() = mp::generate<double, batch, classes>(
+      s, p0.sizes(), [](const auto& i) { return i[0] == 1 && i[1] == 1 ? not_a_number : 0.5; });
   opt.step();
   const auto P0 = mp::gather(p0);
   const auto P = mp::gather(w.value());
@@ -307,22 +312,24 @@ bool nan_gradient_step(Opt&& opt, Updated updated, bool everything_nan) {
 }
 }  // namespace
 
-TEST_CASE("38. a NaN gradient propagates into its element (sgd, adam) as documented") {
-  CHECK_ALL_RANKS(nan_gradient_step(mp::sgd({.learning_rate = 0.1}),
-                                    [](double p, double g) { return p - 0.1 * g; }, false));
-  CHECK_ALL_RANKS(nan_gradient_step(mp::sgd({.learning_rate = 0.1, .momentum = 0.9}),
-                                    [](double p, double g) { return p - 0.1 * g; }, false));
+TEST_CASE("39. a NaN gradient propagates into its element (sgd, adam) as documented") {
+  CHECK_ALL_RANKS(nan_gradient_step(
+      mp::sgd({.learning_rate = 0.1}), [](double p, double g) { return p - 0.1 * g; }, false));
+  CHECK_ALL_RANKS(nan_gradient_step(
+      mp::sgd({.learning_rate = 0.1, .momentum = 0.9}),
+      [](double p, double g) { return p - 0.1 * g; }, false));
   // adam's first step: m^ = g, v^ = g^2, so p -= lr g / (|g| + eps)
-  CHECK_ALL_RANKS(nan_gradient_step(mp::adam({.learning_rate = 0.01}),
-                                    [](double p, double g) { return p - 0.01 * g / (g + 1e-8); },
-                                    false));
+  CHECK_ALL_RANKS(nan_gradient_step(
+      mp::adam({.learning_rate = 0.01}),
+      [](double p, double g) { return p - 0.01 * g / (g + 1e-8); }, false));
   CHECK(ranks_in_step());
 }
 
-TEST_CASE("39. a NaN gradient makes the whole variable NaN under factored adafactor, as documented") {
+TEST_CASE(
+    "40. a NaN gradient makes the whole variable NaN under factored adafactor, as documented") {
   // factored (min_dim_size_to_factor 1): the NaN enters its row's and column's statistics,
   // then every row's through mean_R(v_r)
-  CHECK_ALL_RANKS(nan_gradient_step(mp::adafactor({.min_dim_size_to_factor = 1}),
-                                    [](double p, double) { return p; }, true));
+  CHECK_ALL_RANKS(nan_gradient_step(
+      mp::adafactor({.min_dim_size_to_factor = 1}), [](double p, double) { return p; }, true));
   CHECK(ranks_in_step());
 }
