@@ -141,6 +141,29 @@ void for_each_element(Tensor& t, F&& f) {
 }
 }  // namespace detail
 
+namespace detail {
+// full_agreed<Tensor>(mesh, sizes, value), iota_agreed<Tensor>(mesh, sizes): full and iota
+// without the agreement, so without communication, for sizes that every rank is known to
+// share (those of an existing tensor): what meshpp's own hot paths use (the seed of backward,
+// attention's causal mask)
+template <class Tensor, class... E>
+Tensor full_agreed(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
+                   typename Tensor::value_type value) {
+  Tensor t(m, sizes, Tensor::uninitialized);
+  t.local().fill(value);
+  return t;
+}
+template <class Tensor, class... E>
+Tensor iota_agreed(const typename Tensor::mesh_type& m, const extents<E...>& sizes) {
+  static_assert(Tensor::rank == 1, "meshpp::iota<Tensor>(mesh, sizes): Tensor must have one dim");
+  Tensor t(m, sizes, Tensor::uninitialized);
+  for_each_element(t, [](auto& x, const auto& global, std::uint64_t) {
+    x = static_cast<typename Tensor::value_type>(global[0]);
+  });
+  return t;
+}
+}  // namespace detail
+
 // zeros<Tensor>(mesh, sizes)
 template <class Tensor, class... E>
 requires is_tensor_v<Tensor> Tensor zeros(const typename Tensor::mesh_type& m,
@@ -160,9 +183,7 @@ requires is_tensor_v<Tensor> Tensor full(const typename Tensor::mesh_type& m,
                                          const extents<E...>& sizes,
                                          typename Tensor::value_type value) {
   detail::agree_on_making<Tensor>(m, "full", sizes, {detail::argument_bits("value", value)});
-  Tensor t(m, sizes, Tensor::uninitialized);
-  t.local().fill(value);
-  return t;
+  return detail::full_agreed<Tensor>(m, sizes, value);
 }
 // full<T, Dims...>(mesh, sizes, value)
 template <class T, class... Dims, class Mesh, class... E>
