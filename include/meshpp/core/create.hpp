@@ -86,9 +86,15 @@ template <class Tensor, class... E>
 void agree_on_making(const typename Tensor::mesh_type& m, const char* who,
                      const extents<E...>& sizes, std::initializer_list<maker_argument> arguments) {
   std::vector<maker_argument> all;
+  auto add_size = [&]<class D>(D*) {
+    // a dim the extents lack is the tensor constructor's compile error, not a second one here
+    if constexpr (extents<E...>::template has<D>)
+      all.push_back({D::name(), sizes.template get<D>()});
+  };
   [&]<class... Dims>(shape<Dims...>*) {
-    (all.push_back({Dims::name(), sizes.template get<Dims>()}), ...);
+    (add_size(static_cast<Dims*>(nullptr)), ...);
   }(static_cast<typename Tensor::shape_type*>(nullptr));
+  const std::size_t dims = all.size();
   all.insert(all.end(), arguments.begin(), arguments.end());
   std::vector<std::uint64_t> mine, most(2 * all.size());
   for (const maker_argument& a : all) {
@@ -99,7 +105,7 @@ void agree_on_making(const typename Tensor::mesh_type& m, const char* who,
                          boost::mpi::maximum<std::uint64_t>());
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (most[2 * i] == ~most[2 * i + 1]) continue;
-    const bool is_dim = i < Tensor::rank;
+    const bool is_dim = i < dims;
     throw error(std::string("meshpp::") + who + ": the ranks disagree on " +
                 (is_dim ? "the size of dim '" : "the ") + std::string(all[i].name) +
                 (is_dim ? "'" : "") + " (from " + maker_argument_text(all[i], ~most[2 * i + 1]) +
