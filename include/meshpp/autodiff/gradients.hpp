@@ -178,7 +178,7 @@ auto gradients(const traced<L>& loss, const X&... xs) {
       "meshpp::gradients(loss, xs...): each x must be a traced tensor or a variable "
       "(trace() a plain tensor to ask for its gradient)");
   if constexpr (L::shape_type::rank == 0 && detail::every_x_traced_v<X...>) {
-    return detail::grads_for(*loss.node(), ones<L>(loss.mesh(), loss.sizes()), xs...);
+    return detail::grads_for(*loss.node(), detail::full_agreed<L>(loss.mesh(), loss.sizes(), 1), xs...);
   }
 }
 
@@ -216,7 +216,7 @@ void backward(const traced<L>& loss, const backward_options& options = {}) {
                 "meshpp::backward(loss): loss must be a scalar (a traced tensor of no dims); "
                 "reduce it first");
   if constexpr (L::shape_type::rank == 0) {
-    detail::run_backward(*loss.node(), ones<L>(loss.mesh(), loss.sizes()), true,
+    detail::run_backward(*loss.node(), detail::full_agreed<L>(loss.mesh(), loss.sizes(), 1), true,
                          options.bucket_bytes);
   }
 }

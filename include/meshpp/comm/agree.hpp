@@ -18,16 +18,22 @@
 namespace meshpp {
 
 // agree_or_throw(comm, problem): collective; throws meshpp::error on every rank of comm if
-// any rank passes a non-empty problem. The rank that found it reports its own text; the
-// others name the lowest rank that found one.
+// any rank passes a non-empty problem. A rank that found one reports its own text; the others
+// name the lowest rank that found one and repeat its text ("meshpp: rank 1 found bad input:
+// ..."), broadcast only then, so that every rank's message says what went wrong.
 inline void agree_or_throw(const boost::mpi::communicator& comm, const std::string& problem) {
   const int mine = problem.empty() ? INT_MAX : comm.rank();
   int first = mine;
   detail::allreduce_values(MPI_Comm(comm), &first, 1, MPI_MIN, "agree_or_throw");
   if (first == INT_MAX) return;
+  std::string text = problem;
+  unsigned long long length = text.size();
+  detail::broadcast_values(MPI_Comm(comm), &length, 1, first, "agree_or_throw (message length)");
+  text.resize(static_cast<std::size_t>(length));
+  detail::broadcast_values(MPI_Comm(comm), text.data(), text.size(), first,
+                           "agree_or_throw (message)");
   if (!problem.empty()) throw error(problem);
-  throw error("meshpp: rank " + std::to_string(first) +
-              " found bad input (its message says what); every rank stops here");
+  throw error("meshpp: rank " + std::to_string(first) + " found bad input: " + text);
 }
 
 }  // namespace meshpp

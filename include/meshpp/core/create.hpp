@@ -2,7 +2,16 @@
 //
 // Every value is a function of the element's *global* index, never of the rank or the
 // slice, so a program makes the same tensor (bit for bit) under every layout and rank count.
-// None of these communicate.
+//
+// The makers are collective: before any rank makes its slice, the ranks agree on the sizes of
+// the tensor's dims and on the other arguments that are numbers (value, seed, range), with one
+// allreduce of a few numbers over the mesh's ranks. A size or seed that differs between ranks
+// (computed from the rank, read from a per-node file) then throws meshpp::error on every rank,
+// naming it, rather than making a tensor no single program describes: replicas that differ,
+// or slices whose sizes make a later collective disagree on its counts and hang. The function
+// given to generate cannot be compared; nor are sizes passed straight to a tensor's
+// constructor, which every operation uses for its results (a check there would cost an
+// allreduce per operation): sizes that differ between ranks there are undefined behaviour.
 //
 //   auto w = random_normal<float, io, hidden>(mesh, sizes, /*seed*/ 2);   // mesh's rules
 //   auto z = zeros<my_tensor_type>(mesh, sizes);                          // explicit type
@@ -10,10 +19,18 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <sstream>
+#include <string>
+#include <string_view>
 #include <type_traits>
+#include <vector>
 
+#include "meshpp/comm/checked.hpp"
+#include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/random.hpp"
 #include "meshpp/core/shape.hpp"
@@ -22,6 +39,79 @@
 namespace meshpp {
 
 namespace detail {
+// maker_argument{name, bits, kind}: an argument of a maker that every rank must pass alike:
+// its bits, and how to print them
+struct maker_argument {
+  enum class kind { unsigned_integer, signed_integer, floating_point };
+  std::string_view name;
+  std::uint64_t bits;
+  kind as = kind::unsigned_integer;
+};
+// argument_bits(name, value): a value's bits (a value of more than 64 bits is not compared)
+template <class T>
+maker_argument argument_bits(std::string_view name, const T& value) {
+  using kind = maker_argument::kind;
+  if constexpr (std::is_floating_point_v<T>) {
+    return {name, std::bit_cast<std::uint64_t>(static_cast<double>(value)), kind::floating_point};
+  } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    return {name, static_cast<std::uint64_t>(static_cast<std::int64_t>(value)),
+            kind::signed_integer};
+  } else if constexpr (std::is_integral_v<T>) {
+    return {name, static_cast<std::uint64_t>(value), kind::unsigned_integer};
+  } else {
+    return {name, 0, kind::unsigned_integer};
+  }
+}
+
+inline std::string maker_argument_text(const maker_argument& a, std::uint64_t bits) {
+  switch (a.as) {
+    case maker_argument::kind::signed_integer:
+      return std::to_string(static_cast<std::int64_t>(bits));
+    case maker_argument::kind::floating_point: {
+      std::ostringstream out;
+      out << std::bit_cast<double>(bits);
+      return out.str();
+    }
+    default:
+      return std::to_string(bits);
+  }
+}
+
+// agree_on_making<Tensor>(m, who, sizes, arguments): collective over the mesh's ranks; throws
+// meshpp::error on every rank if they passed the maker `who` different sizes for Tensor's
+// dims or different arguments. max(v) and max(~v) (= ~min(v)) of each number in one allreduce.
+template <class Tensor, class... E>
+void agree_on_making(const typename Tensor::mesh_type& m, const char* who,
+                     const extents<E...>& sizes, std::initializer_list<maker_argument> arguments) {
+  std::vector<maker_argument> all;
+  auto add_size = [&]<class D>(D*) {
+    // a dim the extents lack is the tensor constructor's compile error, not a second one here
+    if constexpr (extents<E...>::template has<D>)
+      all.push_back({D::name(), sizes.template get<D>()});
+  };
+  [&]<class... Dims>(shape<Dims...>*) {
+    (add_size(static_cast<Dims*>(nullptr)), ...);
+  }(static_cast<typename Tensor::shape_type*>(nullptr));
+  const std::size_t dims = all.size();
+  all.insert(all.end(), arguments.begin(), arguments.end());
+  std::vector<std::uint64_t> mine, most(2 * all.size());
+  for (const maker_argument& a : all) {
+    mine.push_back(a.bits);
+    mine.push_back(~a.bits);
+  }
+  most = mine;
+  detail::allreduce_values(MPI_Comm(m.world()), most.data(), most.size(), MPI_MAX, who);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (most[2 * i] == ~most[2 * i + 1]) continue;
+    const bool is_dim = i < dims;
+    throw error(std::string("meshpp::") + who + ": the ranks disagree on " +
+                (is_dim ? "the size of dim '" : "the ") + std::string(all[i].name) +
+                (is_dim ? "'" : "") + " (from " + maker_argument_text(all[i], ~most[2 * i + 1]) +
+                " to " + maker_argument_text(all[i], most[2 * i]) +
+                "; this rank: " + to_string(sizes) + "): every rank must make the same tensor");
+  }
+}
+
 // for_each_element(t, f): f(element&, global index, global row-major linear index) for
 // every element of this rank's slice, in local row-major order.
 template <class Tensor, class F>
@@ -55,10 +145,34 @@ void for_each_element(Tensor& t, F&& f) {
 }
 }  // namespace detail
 
+namespace detail {
+// full_agreed<Tensor>(mesh, sizes, value), iota_agreed<Tensor>(mesh, sizes): full and iota
+// without the agreement, so without communication, for sizes that every rank is known to
+// share (those of an existing tensor): what meshpp's own hot paths use (the seed of backward,
+// attention's causal mask)
+template <class Tensor, class... E>
+Tensor full_agreed(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
+                   typename Tensor::value_type value) {
+  Tensor t(m, sizes, Tensor::uninitialized);
+  t.local().fill(value);
+  return t;
+}
+template <class Tensor, class... E>
+Tensor iota_agreed(const typename Tensor::mesh_type& m, const extents<E...>& sizes) {
+  static_assert(Tensor::rank == 1, "meshpp::iota<Tensor>(mesh, sizes): Tensor must have one dim");
+  Tensor t(m, sizes, Tensor::uninitialized);
+  for_each_element(t, [](auto& x, const auto& global, std::uint64_t) {
+    x = static_cast<typename Tensor::value_type>(global[0]);
+  });
+  return t;
+}
+}  // namespace detail
+
 // zeros<Tensor>(mesh, sizes)
 template <class Tensor, class... E>
 requires is_tensor_v<Tensor> Tensor zeros(const typename Tensor::mesh_type& m,
                                           const extents<E...>& sizes) {
+  detail::agree_on_making<Tensor>(m, "zeros", sizes, {});
   return Tensor(m, sizes);
 }
 // zeros<T, Dims...>(mesh, sizes): laid out by the mesh's rules
@@ -72,9 +186,8 @@ template <class Tensor, class... E>
 requires is_tensor_v<Tensor> Tensor full(const typename Tensor::mesh_type& m,
                                          const extents<E...>& sizes,
                                          typename Tensor::value_type value) {
-  Tensor t(m, sizes, Tensor::uninitialized);
-  t.local().fill(value);
-  return t;
+  detail::agree_on_making<Tensor>(m, "full", sizes, {detail::argument_bits("value", value)});
+  return detail::full_agreed<Tensor>(m, sizes, value);
 }
 // full<T, Dims...>(mesh, sizes, value)
 template <class T, class... Dims, class Mesh, class... E>
@@ -98,6 +211,7 @@ requires(!is_tensor_v<T>) auto ones(const Mesh& m, const extents<E...>& sizes) {
 template <class Tensor, class F, class... E>
 requires is_tensor_v<Tensor> Tensor generate(const typename Tensor::mesh_type& m,
                                              const extents<E...>& sizes, F&& f) {
+  detail::agree_on_making<Tensor>(m, "generate", sizes, {});
   Tensor t(m, sizes, Tensor::uninitialized);
   detail::for_each_element(t, [&](auto& x, const auto& global, std::uint64_t) {
     x = static_cast<typename Tensor::value_type>(f(global));
@@ -113,7 +227,8 @@ requires(!is_tensor_v<T>) auto generate(const Mesh& m, const extents<E...>& size
 // iota<Tensor>(mesh, sizes): a tensor of one dim D holding each element's global index along
 // D (0, 1, ..., size - 1), correct on every shard: a rank holding the stripe [8, 16) of D
 // holds 8 ... 15. Compared with another iota it makes masks by name:
-//   iota<memory_length>(mesh, sizes) <= iota<length>(mesh, sizes)   // causal, [memory_length, length]
+//   iota<memory_length>(mesh, sizes) <= iota<length>(mesh, sizes)   // causal, [memory_length,
+//   length]
 template <class Tensor, class... E>
 requires is_tensor_v<Tensor> Tensor iota(const typename Tensor::mesh_type& m,
                                          const extents<E...>& sizes) {
@@ -134,6 +249,9 @@ requires is_tensor_v<Tensor> Tensor random_uniform(const typename Tensor::mesh_t
                                                    typename Tensor::value_type low = 0,
                                                    typename Tensor::value_type high = 1) {
   using T = typename Tensor::value_type;
+  detail::agree_on_making<Tensor>(
+      m, "random_uniform", sizes,
+      {{"seed", seed}, detail::argument_bits("low", low), detail::argument_bits("high", high)});
   Tensor t(m, sizes, Tensor::uninitialized);
   detail::for_each_element(t, [&](T& x, const auto&, std::uint64_t linear) {
     x = low + (high - low) * uniform_at<T>(seed, linear);
@@ -155,6 +273,10 @@ requires is_tensor_v<Tensor> Tensor random_normal(const typename Tensor::mesh_ty
                                                   typename Tensor::value_type mean = 0,
                                                   typename Tensor::value_type stddev = 1) {
   using T = typename Tensor::value_type;
+  detail::agree_on_making<Tensor>(m, "random_normal", sizes,
+                                  {{"seed", seed},
+                                   detail::argument_bits("mean", mean),
+                                   detail::argument_bits("stddev", stddev)});
   Tensor t(m, sizes, Tensor::uninitialized);
   detail::for_each_element(t, [&](T& x, const auto&, std::uint64_t linear) {
     x = mean + stddev * normal_at<T>(seed, linear);

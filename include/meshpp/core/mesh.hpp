@@ -3,6 +3,7 @@
 //   MESHPP_DIM(rows); MESHPP_DIM(cols);
 //   using mesh_t = mesh<axes<rows, cols>, layout<split<batch, rows>>>;
 //   mesh_t m({2, 2});                 // throws unless the communicator has 4 ranks
+//                                     // (collective: the ranks agree on the shape first)
 //   m.coordinate<cols>()              // this rank's place along cols: rank = r * 2 + c
 //   m.communicator<rows>()            // the ranks that differ from this one only in rows
 //   mesh_t fitted(balanced_grid<2>(world.size()));   // any rank count: 6 ranks -> {2, 3}
@@ -118,7 +119,7 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
 
   /// Arranges the ranks of `comm` (world by default) on a mesh of the given sizes.
   /// Collective over `comm`. Throws meshpp::error, on every rank, unless the sizes are
-  /// positive and multiply out to the number of ranks.
+  /// the same on every rank, positive, and multiply out to the number of ranks.
   explicit mesh(const coordinates_type& sizes,
                 const boost::mpi::communicator& comm = boost::mpi::communicator())
       : state_(std::make_shared<state>(sizes, comm)),
@@ -215,6 +216,25 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
         product *= s[i];
       }
       shape_text += "]";
+      // The shape must be the same on every rank: agreed first (one allreduce of 2 ndims
+      // ints), so that a shape wrong on one rank only fails on all of them, not there alone
+      // while the others wait in the communicator splits below.
+      std::array<int, 2 * ndims> mine{}, most{};
+      for (std::size_t i = 0; i < ndims; ++i) {
+        mine[2 * i] = s[i];
+        mine[2 * i + 1] = -s[i];  // the largest -s[i] is minus the smallest s[i]
+      }
+      most = mine;
+      detail::allreduce_values(MPI_Comm(world), most.data(), most.size(), MPI_MAX,
+                               "mesh (agreeing on its shape)");
+      for (std::size_t i = 0; i < ndims; ++i) {
+        if (most[2 * i] != -most[2 * i + 1]) {
+          throw error("meshpp::mesh: the ranks disagree on the mesh shape: mesh dim '" +
+                      std::string(names()[i]) + "' has size " + std::to_string(-most[2 * i + 1]) +
+                      " on some ranks and " + std::to_string(most[2 * i]) +
+                      " on others (this rank: " + shape_text + ")");
+        }
+      }
       for (std::size_t i = 0; i < ndims; ++i) {
         if (s[i] < 1) {
           throw error("meshpp::mesh: mesh shape " + shape_text + " has a mesh dim of size " +

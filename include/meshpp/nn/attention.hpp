@@ -124,8 +124,8 @@ class multihead_attention {
     using s_shape = shape_concat_t<rest, shape<Heads, Length, Memory>>;
     using o_shape = shape_concat_t<rest, shape<Heads, Length, Value>>;
 
-    const auto scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(
-                                                wq_.value().template extent<Key>())));
+    const auto scale =
+        static_cast<T>(1.0 / std::sqrt(static_cast<double>(wq_.value().template extent<Key>())));
     const auto q = einsum<q_shape>(x, wq_) * scale;
     const auto xm = rename<Length, Memory>(x);
     const auto k = einsum<k_shape>(xm, wk_);
@@ -144,7 +144,9 @@ class multihead_attention {
   template <class S>
   auto causal_mask(const S& s) const {
     const auto sizes = s.sizes();
-    return eval(iota<Memory>(s.mesh(), sizes) <= iota<Length>(s.mesh(), sizes));
+    using M = typename S::mesh_type;  // s's sizes agree on every rank: no agreement needed
+    return eval(detail::iota_agreed<tensor_of<std::int32_t, shape<Memory>, M>>(s.mesh(), sizes) <=
+                detail::iota_agreed<tensor_of<std::int32_t, shape<Length>, M>>(s.mesh(), sizes));
   }
 
   // wq(), wk(), wv(), wo(): the variables (handles: copies share the value and the gradient)

@@ -18,10 +18,17 @@
 //   dbeta  = sum over batch of g             allreduce over rows
 // When Dim is whole (not split), the reductions over it communicate nothing. Only the mean and
 // r ([batch]) are kept for the backward pass; xhat is recomputed from x.
+//
+// Bad input: epsilon must be finite and > 0 (else meshpp::error on every rank, before any
+// communication: at 0, a constant row would give 0 / 0). A NaN or an infinity in x makes its
+// whole row along Dim NaN in y (the row's mean and variance are NaN); other rows are exactly
+// as without it. A Dim of size 0 throws (reduce_mean's mean of nothing).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -29,6 +36,7 @@
 
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/core/create.hpp"
+#include "meshpp/core/error.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
 #include "meshpp/expr/evaluate.hpp"
@@ -36,6 +44,16 @@
 #include "meshpp/ops/reduce.hpp"
 
 namespace meshpp {
+
+namespace detail {
+// check_layer_norm_epsilon(who, epsilon): throws meshpp::error unless epsilon is finite and > 0
+inline void check_layer_norm_epsilon(const std::string& who, double epsilon) {
+  if (std::isfinite(epsilon) && epsilon > 0) return;
+  std::ostringstream text;
+  text << epsilon;
+  throw error(who + ": epsilon must be finite and > 0, got " + text.str());
+}
+}  // namespace detail
 
 // layer_norm<Dim>(x, gamma, beta, epsilon = 1e-5): x normalised over Dim, scaled by gamma and
 // shifted by beta (gamma, beta of dims [Dim]); each a traced tensor, variable or plain tensor
@@ -54,6 +72,8 @@ auto layer_norm(const X& x, const G& gamma, const B& beta, double epsilon = 1e-5
   static_assert(std::is_same_v<typename GT::shape_type, shape<Dim>> &&
                     std::is_same_v<typename BT::shape_type, shape<Dim>>,
                 "meshpp::layer_norm<Dim>(x, gamma, beta): gamma and beta must have the dims [Dim]");
+  detail::check_layer_norm_epsilon(
+      "meshpp::layer_norm<" + std::string(Dim::name()) + ">(x, gamma, beta, epsilon)", epsilon);
   const XT& xv = hx->value;
   auto mean = reduce_mean<Dim>(xv);
   auto r = eval(rsqrt(reduce_mean<Dim>((xv - mean) * (xv - mean)) + static_cast<T>(epsilon)));
@@ -90,7 +110,10 @@ class layer_norm_layer {
   template <class... E>
   layer_norm_layer(const Mesh& m, const extents<E...>& sizes, double epsilon = 1e-5,
                    std::string name = "layer_norm")
-      : gamma_(ones<parameter_type>(m, sizes), name + "/gamma"),
+      : gamma_((detail::check_layer_norm_epsilon("meshpp::layer_norm_layer(mesh, sizes, epsilon)",
+                                                 epsilon),
+                ones<parameter_type>(m, sizes)),
+               name + "/gamma"),
         beta_(zeros<parameter_type>(m, sizes), name + "/beta"),
         epsilon_(epsilon) {}
 

@@ -15,7 +15,12 @@
 // no communication.
 //
 // Labels must lie in [0, number of classes): anything else throws meshpp::error on every rank
-// before any communication (as gather does).
+// before any communication (as gather does; the ranks agree on it, so labels bad on one rank
+// only throw on all of them).
+//
+// Non-finite logits propagate per example, other examples are exact: a NaN logit makes its
+// example's loss NaN; +Inf on a class other than the label gives +Inf (the label's
+// probability is 0), +Inf on the label NaN (inf - inf); -Inf is a class of probability 0.
 #pragma once
 
 #include <memory>

@@ -174,8 +174,10 @@ std::string index_text(const std::array<std::size_t, N>& index) {
 }
 
 // check_ids<Dim>(what, ids, size): every id of this rank's slice is in [0, size), or throws
-// meshpp::error on every rank. Replicated ids are the same on every rank, so each rank
-// decides alone; split ids differ between ranks, so the ranks agree over the world first.
+// meshpp::error on every rank: the ranks agree over the world (one allreduce of one int),
+// since split ids differ between ranks, and replicated ones can too, by mistake (labels
+// computed or read per rank): a rank that alone threw would leave the others waiting in the
+// lookup's collective.
 template <class Dim, class Ids>
 void check_ids(std::string_view what, const Ids& ids, std::size_t size) {
   using S = typename Ids::shape_type;
@@ -197,11 +199,7 @@ void check_ids(std::string_view what, const Ids& ids, std::size_t size) {
            " is outside [0, ", size, "), the range of dim '", Dim::name(), "'");
     break;
   }
-  if constexpr (std::is_same_v<typename Ids::layout_type, layout<>>) {
-    if (!problem.empty()) throw error(problem);
-  } else {
-    agree_or_throw(ids.mesh().world(), problem);
-  }
+  agree_or_throw(ids.mesh().world(), problem);
 }
 
 // zip_strided(strided, extent, step, contiguous, f): f(a, b) for each element a of strided at

@@ -15,10 +15,12 @@
 #include <cstddef>
 #include <limits>
 #include <span>
+#include <string>
 #include <type_traits>
 
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/config.hpp"
+#include "meshpp/core/error.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
@@ -178,7 +180,9 @@ auto reduce(const E& e) {
                 "have")
 
 // reduce_sum<Dims...>(e), reduce_sum<shape<Out...>>(e), reduce_sum(e); likewise reduce_max
-// and reduce_min
+// and reduce_min. Over a dim of size 0 each gives its identity: 0, -inf and +inf (for integers
+// their lowest and highest values): the identities of the
+// operations, so that a reduction in parts combines with it exactly.
 #define MESHPP_REDUCTION(NAME, OP)                                                               \
   template <class... Ts, class E>                                                                \
   requires is_expression_v<E>                                                                    \
@@ -195,7 +199,9 @@ MESHPP_REDUCTION(reduce_min, op::min)
 #undef MESHPP_REDUCTION
 
 // reduce_mean<Dims...>(e), reduce_mean<shape<Out...>>(e), reduce_mean(e): the sum divided
-// by the number of elements reduced (global sizes)
+// by the number of elements reduced (global sizes). A reduced dim of size 0 throws
+// meshpp::error on every rank (the mean of nothing: not a silent NaN, nor an integer division
+// by zero).
 template <class... Ts, class E>
 requires is_expression_v<E>
 auto reduce_mean(const E& e) {
@@ -204,11 +210,19 @@ auto reduce_mean(const E& e) {
     const auto& x = detail::as_expression(e);
     using X = std::remove_cvref_t<decltype(x)>;
     using reduced = typename names::reduced;
-    auto out = detail::reduce<op::sum, X, Ts...>(x);
     double count = 1;
     detail::for_each_index<reduced::rank>([&](auto i) {
-      count *= static_cast<double>(x.template size<dim_at_t<reduced, i.value>>());
+      using d = dim_at_t<reduced, i.value>;
+      const std::size_t n = x.template size<d>();
+      // the same sizes on every rank, so every rank throws here, before the allreduce
+      if (n == 0) {
+        throw error("meshpp::reduce_mean: dim '" + std::string(d::name()) +
+                    "' has size 0, and the mean of no elements is undefined (reduce_sum "
+                    "gives 0)");
+      }
+      count *= static_cast<double>(n);
     });
+    auto out = detail::reduce<op::sum, X, Ts...>(x);
     using T = typename decltype(out)::value_type;
     if constexpr (std::is_integral_v<T>) {
       // integer division, truncating (as TensorFlow's reduce_mean of ints): a scale of

@@ -4,6 +4,11 @@
 //   shift<x>(t, -2, boundary::wrap)     out[i] = t[(i + 2) mod n]
 //   auto h = halo_exchange<x>(t, 1)     this rank's slice with 1 neighbour row on each side
 //
+// Any offset is allowed: past the size, boundary::zero gives all zeros and boundary::wrap
+// shifts by the offset mod n. A halo may be wider than a rank's slice (it then reaches ranks
+// beyond the neighbours); one wider than the whole dim throws meshpp::error with
+// boundary::wrap (the far end would repeat) and holds zeros beyond the ends with boundary::zero.
+//
 // [x/m] |-> [x/m]   each rank sends the rows that cross into a neighbour's stripe: a
 //                   collective permute over m between mesh neighbours (only the ranks whose
 //                   ranges overlap exchange); no communication when x is whole.

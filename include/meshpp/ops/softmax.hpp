@@ -10,7 +10,10 @@
 // Each shifts by the maximum over Dim before exponentiating, so no exp overflows:
 //   logsumexp(x) = m + log(sum_Dim exp(x - m)),  m = max_Dim x   (m is taken as 0 where it is
 //                                                                 infinite: a row of -inf gives -inf)
-//   softmax(x)     = exp(x - m) / sum_Dim exp(x - m)     (a row of -inf only gives NaN, as 0/0)
+//   softmax(x)     = exp(x - m) / sum_Dim exp(x - m)     (a row of -inf only gives NaN, as 0/0;
+//                                                         m = +inf is kept, so a row holding
+//                                                         +inf gives NaN throughout, as a
+//                                                         row holding NaN does)
 //   log_softmax(x) = x - logsumexp(x)
 // Communication, for x [batch/rows, vocab/cols] and Dim = vocab:
 //   [batch/rows, vocab/cols] |-> [batch/rows]   max, then sum: a local pass each, then an
@@ -67,6 +70,16 @@ struct finite_or_zero {
   template <class A>
   A operator()(A m) const {
     return std::isfinite(m) ? m : A(0);
+  }
+};
+
+// softmax_shift: the shift of softmax: the maximum, except 0 for a row of -inf (masked whole;
+// its softmax is then 0/0, NaN). A maximum of +inf is kept: inf - inf makes the row NaN, where
+// a shift of 0 would give NaN at the infinity and 0 elsewhere, a row that looks valid.
+struct softmax_shift {
+  template <class A>
+  A operator()(A m) const {
+    return m == -std::numeric_limits<A>::infinity() ? A(0) : m;
   }
 };
 
@@ -139,7 +152,7 @@ void softmax_rows(T* data, std::size_t rows, std::size_t n) {
   for (std::size_t r = 0; r < rows; ++r) {
     T* x = data + r * n;
     T m = row_max(x, n);
-    if (!std::isfinite(m)) m = T(0);
+    m = softmax_shift{}(m);
     exp_shifted(x, n, m);
     const T sum = row_sum(x, n);
     const T scale = T(1) / sum;
@@ -192,7 +205,7 @@ auto softmax(const E& e) {
       const std::size_t n = y.local().shape()[Y::rank - 1];
       if (n > 0) detail::softmax_rows(y.local().data(), y.local().size() / n, n);
     } else {
-      const auto shift = eval(make_function(detail::finite_or_zero{}, reduce_max<Dim>(y)));
+      const auto shift = eval(make_function(detail::softmax_shift{}, reduce_max<Dim>(y)));
       y = exp(y - shift);
       const auto sum = reduce_sum<Dim>(y);
       y = y / sum;

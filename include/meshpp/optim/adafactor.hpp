@@ -19,11 +19,13 @@
 //   x /= max(1, RMS(x) / clipping_threshold)              if clipping_threshold is given
 //   u = rate x;  with beta1 > 0:  m = beta1 m + (1 - beta1) u;  u = m
 //   p -= u
-// RMS(y) = sqrt(mean of y^2 over all of y's elements). Mesh-TensorFlow factors the two
-// largest dims; dims are types here, so the factored dims are the last two, chosen at
-// compile time (put R and C last); whether to factor is decided from their sizes at the first
-// update. t and the schedules count this variable's own updates (Mesh-TensorFlow's global
-// step, when every step has a gradient for it).
+// RMS(y) = sqrt(mean of y^2 over all of y's elements). A learning_rate, decay_exponent or
+// epsilon2 must be finite and >= 0, beta1 and decay_rate in [0, 1), clipping_threshold and
+// epsilon1 finite and > 0 (else meshpp::error from the constructor or set_learning_rate).
+// Mesh-TensorFlow factors the two largest dims; dims are types here, so the factored dims are the
+// last two, chosen at compile time (put R and C last); whether to factor is decided from their
+// sizes at the first update. t and the schedules count this variable's own updates
+// (Mesh-TensorFlow's global step, when every step has a gradient for it).
 //
 // Memory: factored, v_r and v_c hold R + C numbers per matrix (per index of "...") instead of
 // v's R * C; on a rank holding [R/a, C/b], R/a + C/b. Unfactored, v is laid out as p. With
@@ -76,6 +78,19 @@ struct adafactor_options {
 };
 
 namespace detail {
+
+// check_options(o): throws meshpp::error naming a hyperparameter out of range
+inline void check_options(const adafactor_options& o) {
+  if (o.learning_rate) check_non_negative("adafactor", "learning_rate", *o.learning_rate);
+  check_below_one("adafactor", "beta1", o.beta1);
+  if (o.decay_rate) check_below_one("adafactor", "decay_rate", *o.decay_rate);
+  // beta2_t = 1 - t^(-c) lies in [0, 1) for every t >= 1 iff c >= 0
+  check_non_negative("adafactor", "decay_exponent", o.decay_exponent);
+  if (o.clipping_threshold)
+    check_positive("adafactor", "clipping_threshold", *o.clipping_threshold);
+  check_positive("adafactor", "epsilon1", o.epsilon1);  // 0: 0 / 0 where g is 0 throughout
+  check_non_negative("adafactor", "epsilon2", o.epsilon2);
+}
 
 // adafactor_relative_step(t, scaled): the rate without a learning_rate, at update t
 inline double adafactor_relative_step(double t, bool multiply_by_parameter_scale) {
@@ -258,7 +273,8 @@ class adafactor final : public basic_optimizer<adafactor_options, detail::adafac
  public:
   // adafactor(options, variables...)
   template <class... Vs>
-  explicit adafactor(adafactor_options o = {}, const Vs&... vs) : basic_optimizer(std::move(o)) {
+  explicit adafactor(adafactor_options o = {}, const Vs&... vs)
+      : basic_optimizer((detail::check_options(o), std::move(o))) {
     add(vs...);
   }
 
@@ -271,7 +287,10 @@ class adafactor final : public basic_optimizer<adafactor_options, detail::adafac
                                                  options().multiply_by_parameter_scale);
   }
   // set_learning_rate(r): a fixed rate from now on (no relative step)
-  void set_learning_rate(double rate) override { mutable_options().learning_rate = rate; }
+  void set_learning_rate(double rate) override {
+    detail::check_non_negative("adafactor", "learning_rate", rate);
+    mutable_options().learning_rate = rate;
+  }
 };
 
 }  // namespace meshpp

@@ -11,6 +11,8 @@
 //   m^ = m / (1 - beta1^t),  v^ = v / (1 - beta2^t)          (bias correction)
 //   adam:   p -= lr m^ / (sqrt(v^) + epsilon)
 //   adamw:  p -= lr (m^ / (sqrt(v^) + epsilon) + weight_decay p)
+// lr and weight_decay must be finite and >= 0, the betas in [0, 1), epsilon finite and > 0
+// (else meshpp::error from the constructor or set_learning_rate).
 // AdamW's decay shrinks p directly instead of entering g (where Adam's normalisation would
 // rescale it); scaled by lr, as torch.optim.AdamW does.
 //
@@ -23,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -49,6 +52,17 @@ struct adamw_options {
 };
 
 namespace detail {
+
+// check_adam_options(who, o): throws meshpp::error naming a hyperparameter out of range
+template <class Options>
+void check_adam_options(std::string_view who, const Options& o) {
+  check_non_negative(who, "learning_rate", o.learning_rate);
+  check_below_one(who, "beta1", o.beta1);
+  check_below_one(who, "beta2", o.beta2);
+  check_positive(who, "epsilon", o.epsilon);  // 0 would divide 0 by 0 where g has been 0
+  if constexpr (requires { o.weight_decay; })
+    check_non_negative(who, "weight_decay", o.weight_decay);
+}
 
 // adam_slot<Tensor, Options>: a variable, its two moments and its count of updates; the
 // decoupled decay when Options has a weight_decay
@@ -106,12 +120,16 @@ class adam final : public basic_optimizer<adam_options, detail::adam_slot> {
  public:
   // adam(options, variables...)
   template <class... Vs>
-  explicit adam(adam_options o = {}, const Vs&... vs) : basic_optimizer(std::move(o)) {
+  explicit adam(adam_options o = {}, const Vs&... vs)
+      : basic_optimizer((detail::check_adam_options("adam", o), std::move(o))) {
     add(vs...);
   }
 
   double learning_rate() const override { return options().learning_rate; }
-  void set_learning_rate(double rate) override { mutable_options().learning_rate = rate; }
+  void set_learning_rate(double rate) override {
+    detail::check_non_negative("adam", "learning_rate", rate);
+    mutable_options().learning_rate = rate;
+  }
 };
 
 /// @brief AdamW: Adam with decoupled weight decay (see the top of optim/adam.hpp).
@@ -119,12 +137,16 @@ class adamw final : public basic_optimizer<adamw_options, detail::adam_slot> {
  public:
   // adamw(options, variables...)
   template <class... Vs>
-  explicit adamw(adamw_options o = {}, const Vs&... vs) : basic_optimizer(std::move(o)) {
+  explicit adamw(adamw_options o = {}, const Vs&... vs)
+      : basic_optimizer((detail::check_adam_options("adamw", o), std::move(o))) {
     add(vs...);
   }
 
   double learning_rate() const override { return options().learning_rate; }
-  void set_learning_rate(double rate) override { mutable_options().learning_rate = rate; }
+  void set_learning_rate(double rate) override {
+    detail::check_non_negative("adamw", "learning_rate", rate);
+    mutable_options().learning_rate = rate;
+  }
 };
 
 }  // namespace meshpp

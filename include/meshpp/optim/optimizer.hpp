@@ -18,6 +18,20 @@
 // without a gradient is skipped: its value and state stay as they were, and its own count of
 // updates (the t of bias corrections and schedules) does not advance.
 //
+// Hyperparameters out of range (a negative or non-finite learning rate, a beta or momentum
+// outside [0, 1), an epsilon <= 0, ...) throw meshpp::error naming the optimizer, the
+// hyperparameter and its value, from the constructor and from set_learning_rate(); every rank
+// passes the same options, so every rank throws alike.
+//
+// NaN and Inf in a gradient are not checked (that would cost a pass over every gradient and
+// an allreduce per step): they propagate, as in torch.optim and optax. SGD and Adam(W) update
+// element by element, so a NaN gradient element makes that element of the variable (and of
+// its state) NaN and leaves the others as without it; Adafactor's statistics are means over
+// rows and columns, so one NaN makes the whole variable NaN (factored: at once, through
+// mean_R(v_r); unfactored: at the next step, through RMS(p)). A NaN gradient comes from a NaN
+// loss, and the loss is the same on every rank: check it (std::isfinite) before step() to skip
+// a step or stop.
+//
 // Writing a new optimizer: an options struct with a `double learning_rate`, a slot template
 // `template <class Tensor, class Options> class my_slot : public detail::slot<Tensor>`
 // overriding update(), and `class my_opt : public basic_optimizer<my_options, my_slot>`
@@ -31,7 +45,9 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -52,6 +68,33 @@ inline constexpr bool variable_values_are_not_floating_point = false;
 }  // namespace offending
 
 namespace detail {
+
+// option_text(v): a hyperparameter as it would be written: "-0.1", "1e-08", "nan"
+inline std::string option_text(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// check_option(who, name, value, ok, range): throws meshpp::error "meshpp::<who>: <name> must
+// be <range>, got <value>" unless ok
+inline void check_option(std::string_view who, std::string_view name, double value, bool ok,
+                         std::string_view range) {
+  if (ok) return;
+  throw error("meshpp::" + std::string(who) + ": " + std::string(name) + " must be " +
+              std::string(range) + ", got " + option_text(value));
+}
+// The usual ranges: finite and >= 0 (rates, decays), finite and > 0 (epsilons, thresholds),
+// [0, 1) (betas, momentum: at 1 or more the average never forgets, or grows)
+inline void check_non_negative(std::string_view who, std::string_view name, double value) {
+  check_option(who, name, value, std::isfinite(value) && value >= 0, "finite and >= 0");
+}
+inline void check_positive(std::string_view who, std::string_view name, double value) {
+  check_option(who, name, value, std::isfinite(value) && value > 0, "finite and > 0");
+}
+inline void check_below_one(std::string_view who, std::string_view name, double value) {
+  check_option(who, name, value, value >= 0 && value < 1, "in [0, 1)");
+}
 
 /// One variable of an optimizer and its state, of any tensor type.
 class slot_base {

@@ -9,6 +9,8 @@
 //   momentum 0:   p -= lr d                        (no buffer is kept)
 //   momentum mu:  b = mu b + d;  p -= lr b
 //   nesterov:     b = mu b + d;  p -= lr (d + mu b)
+// lr and wd must be finite and >= 0, mu in [0, 1), and nesterov needs mu > 0 (else
+// meshpp::error from the constructor or set_learning_rate).
 //
 // [..., rows/a, cols/b] |-> [..., rows/a, cols/b]   one pass over the local slices of p, g,
 // b; no communication (each rank holding a slice of p holds the complete gradient of it).
@@ -34,6 +36,17 @@ struct sgd_options {
 };
 
 namespace detail {
+
+// check_options(o): throws meshpp::error naming a hyperparameter out of range
+inline void check_options(const sgd_options& o) {
+  check_non_negative("sgd", "learning_rate", o.learning_rate);
+  check_below_one("sgd", "momentum", o.momentum);
+  check_non_negative("sgd", "weight_decay", o.weight_decay);
+  if (o.nesterov && !(o.momentum > 0)) {
+    throw error("meshpp::sgd: nesterov needs a momentum > 0, got momentum " +
+                option_text(o.momentum));
+  }
+}
 
 // sgd_slot<Tensor, Options>: a variable and its momentum buffer
 template <class Tensor, class Options>
@@ -88,12 +101,16 @@ class sgd final : public basic_optimizer<sgd_options, detail::sgd_slot> {
  public:
   // sgd(options, variables...)
   template <class... Vs>
-  explicit sgd(sgd_options o = {}, const Vs&... vs) : basic_optimizer(std::move(o)) {
+  explicit sgd(sgd_options o = {}, const Vs&... vs)
+      : basic_optimizer((detail::check_options(o), std::move(o))) {
     add(vs...);
   }
 
   double learning_rate() const override { return options().learning_rate; }
-  void set_learning_rate(double rate) override { mutable_options().learning_rate = rate; }
+  void set_learning_rate(double rate) override {
+    detail::check_non_negative("sgd", "learning_rate", rate);
+    mutable_options().learning_rate = rate;
+  }
 };
 
 }  // namespace meshpp
