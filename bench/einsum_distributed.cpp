@@ -1,0 +1,313 @@
+// einsum_distributed: distributed matrix products C[i, j] = sum_k A[i, k] B[k, j] of n x n
+// floats under the layouts a user picks, against ScaLAPACK's psgemm on the same global
+// matrices (when built with it: Debian's libscalapack-openmpi-dev) and against the physical
+// limit here, the single-core cblas_sgemm rate times the ranks (every rank runs an n^3 sgemm
+// at once; the limit is that time over the ranks).
+//
+// Cases, on a 1-D mesh `all` of every rank (p ranks):
+//   replicated B         A[i/all, k]  x B[k, j]      -> C[i/all, j]   no communication
+//   reduce-scattered C   A[i, k/all]  x B[k/all, j]  -> C[i/all, j]   einsum<.., split<i, all>>
+//   allreduced C         A[i, k/all]  x B[k/all, j]  -> C[i, j]
+//   allgathered A        A[i, k/all]  x B[k, j/all]  -> C[i, j/all]   relayout A to [i, k] first
+// and on a 2-D mesh rows x cols (4 ranks: 2 x 2):
+//   2-D, k split         A[i/rows, k/cols] x B[k/cols, j] -> C[i/rows, j/cols]
+//
+// psgemm runs on a 1 x p and a p x 1 process grid (2-D: the mesh's grid), with square blocks
+// of n/p (one block per rank along the split dim) and of 256 and 64; the fastest of these
+// configurations in a first timing is the baseline, and the line names it. Its result is
+// compared once with meshpp's (max_abs_diff). meshpp and psgemm alternate, repetitions >= 5,
+// medians (bench.hpp). One JSON line per case.
+//   mpiexec -n 2 build/bench/einsum_distributed [--n 2048 [--n 4096 ...]] [--two-dim-only]
+#include <meshpp/meshpp.hpp>
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "bench.hpp"
+
+#ifdef MESHPP_BENCH_HAVE_SCALAPACK
+extern "C" {
+void Cblacs_get(int context, int what, int* value);
+void Cblacs_gridinit(int* context, const char* order, int rows, int cols);
+void Cblacs_gridinfo(int context, int* rows, int* cols, int* row, int* col);
+void Cblacs_gridexit(int context);
+int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
+void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb,
+               const int* irsrc, const int* icsrc, const int* ictxt, const int* lld, int* info);
+void psgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+             const float* alpha, const float* a, const int* ia, const int* ja, const int* desca,
+             const float* b, const int* ib, const int* jb, const int* descb, const float* beta,
+             float* c, const int* ic, const int* jc, const int* descc);
+}
+#endif
+
+namespace mp = meshpp;
+MESHPP_DIM(i);
+MESHPP_DIM(j);
+MESHPP_DIM(k);
+MESHPP_DIM(all);
+MESHPP_DIM(rows);
+MESHPP_DIM(cols);
+
+namespace {
+
+using mesh1 = mp::mesh<mp::axes<all>>;
+using mesh2 = mp::mesh<mp::axes<rows, cols>>;
+template <class Mesh, class Rules, class... Dims>
+using tensor_t =
+    mp::tensor<float, mp::shape<Dims...>, mp::layout_for_t<Rules, mp::shape<Dims...>>, Mesh>;
+
+using global_t = xt::xtensor<float, 2>;
+
+double max_over_ranks(const boost::mpi::communicator& comm, double mine) {
+  double worst = 0;
+  boost::mpi::all_reduce(comm, mine, worst, boost::mpi::maximum<double>());
+  return worst;
+}
+
+// The physical limit: every rank multiplies n x n matrices at once on its own core; the
+// slowest rank's time over the ranks is the time p cores would need for one n^3 product.
+double sgemm_limit(const boost::mpi::communicator& comm, std::size_t n) {
+  global_t a = xt::ones<float>({n, n}), b = xt::ones<float>({n, n}), c({n, n});
+  const int in = static_cast<int>(n);
+  auto once = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, in, in, in, 1.0f, a.data(), in,
+                b.data(), in, 0.0f, c.data(), in);
+  };
+  bench::timed(comm, once);  // warm up
+  std::vector<double> t;
+  for (int r = 0; r < 5; ++r) t.push_back(bench::timed(comm, once));
+  return bench::median(t) / comm.size();
+}
+
+#ifdef MESHPP_BENCH_HAVE_SCALAPACK
+/// psgemm on a prow x pcol grid with square mb x mb blocks, of the global row-major a and b.
+class scalapack_product {
+ public:
+  scalapack_product(const global_t& a, const global_t& b, int prow, int pcol, int mb)
+      : n_(static_cast<int>(a.shape()[0])), mb_(mb), prow_(prow), pcol_(pcol) {
+    Cblacs_get(0, 0, &context_);
+    Cblacs_gridinit(&context_, "Row", prow, pcol);
+    Cblacs_gridinfo(context_, &prow_, &pcol_, &myrow_, &mycol_);
+    const int zero = 0;
+    rows_ = numroc_(&n_, &mb_, &myrow_, &zero, &prow_);
+    cols_ = numroc_(&n_, &mb_, &mycol_, &zero, &pcol_);
+    const int lld = std::max(1, rows_);
+    int info = 0;
+    descinit_(desc_, &n_, &n_, &mb_, &mb_, &zero, &zero, &context_, &lld, &info);
+    if (info != 0) throw mp::error("einsum_distributed: descinit_ failed");
+    a_ = local(a);
+    b_ = local(b);
+    c_.assign(static_cast<std::size_t>(rows_) * static_cast<std::size_t>(cols_), 0.0f);
+  }
+  ~scalapack_product() { Cblacs_gridexit(context_); }
+  scalapack_product(const scalapack_product&) = delete;
+  scalapack_product& operator=(const scalapack_product&) = delete;
+
+  void run() {
+    const int one = 1;
+    const float alpha = 1, beta = 0;
+    psgemm_("N", "N", &n_, &n_, &n_, &alpha, a_.data(), &one, &one, desc_, b_.data(), &one, &one,
+            desc_, &beta, c_.data(), &one, &one, desc_);
+  }
+  // max_abs_diff(want): the largest difference of this rank's part of C from the global want
+  double max_abs_diff(const global_t& want) const {
+    double d = 0;
+    for (int lj = 0; lj < cols_; ++lj)
+      for (int li = 0; li < rows_; ++li)
+        d = std::max(d, std::abs(static_cast<double>(c_[at(li, lj)]) -
+                                 want(global(li, myrow_, prow_), global(lj, mycol_, pcol_))));
+    return d;
+  }
+  std::string name() const {
+    return "psgemm grid " + std::to_string(prow_) + "x" + std::to_string(pcol_) + " NB " +
+           std::to_string(mb_);
+  }
+
+ private:
+  std::size_t global(int l, int me, int procs) const {
+    return static_cast<std::size_t>(((l / mb_) * procs + me) * mb_ + l % mb_);
+  }
+  std::size_t at(int li, int lj) const {  // column-major, as ScaLAPACK keeps it
+    return static_cast<std::size_t>(lj) * static_cast<std::size_t>(std::max(1, rows_)) +
+           static_cast<std::size_t>(li);
+  }
+  std::vector<float> local(const global_t& x) const {
+    std::vector<float> v(static_cast<std::size_t>(rows_) * static_cast<std::size_t>(cols_));
+    for (int lj = 0; lj < cols_; ++lj)
+      for (int li = 0; li < rows_; ++li)
+        v[at(li, lj)] = x(global(li, myrow_, prow_), global(lj, mycol_, pcol_));
+    return v;
+  }
+
+  int n_, mb_, prow_, pcol_, myrow_ = 0, mycol_ = 0, rows_ = 0, cols_ = 0, context_ = 0;
+  int desc_[9] = {};
+  std::vector<float> a_, b_, c_;
+};
+
+// The fastest psgemm configuration of the grids and block sizes given, timed once each.
+struct psgemm_choice {
+  int prow, pcol, mb;
+};
+psgemm_choice fastest_psgemm(const boost::mpi::communicator& comm, const global_t& a,
+                             const global_t& b, std::vector<psgemm_choice> tries) {
+  psgemm_choice best = tries.front();
+  double best_t = 1e300;
+  for (const auto& c : tries) {
+    scalapack_product s(a, b, c.prow, c.pcol, c.mb);
+    s.run();  // warm up
+    const double t = bench::timed(comm, [&] { s.run(); });
+    if (t < best_t) best_t = t, best = c;
+  }
+  return best;
+}
+#endif
+
+void print(const boost::mpi::communicator& comm, const std::string& name,
+           const std::string& baseline, const bench::times& t, double limit_s,
+           double max_abs_diff) {
+  if (comm.rank() != 0) return;
+  std::printf(
+      "{\"bench\": \"einsum_distributed\", \"case\": \"%s\", \"ranks\": %d, \"meshpp_s\": %.6e, "
+      "\"baseline\": \"%s\", \"baseline_s\": %.6e, \"time_ratio\": %.4f, "
+      "\"sgemm_x_ranks_s\": %.6e, \"fraction_of_sgemm_x_ranks\": %.4f, \"max_abs_diff\": %.3e}\n",
+      name.c_str(), comm.size(), t.meshpp_s, baseline.c_str(), t.baseline_s,
+      t.meshpp_s / t.baseline_s, limit_s, limit_s / t.meshpp_s, max_abs_diff);
+  std::fflush(stdout);
+}
+
+// run_case(mesh, name, n, grids, product): times product() (meshpp, returning C as a tensor)
+// against the fastest psgemm of `grids` on the same global A and B.
+template <class Mesh, class A, class B, class Product>
+void run_case(const Mesh& mesh, const std::string& name, std::size_t n, const A& a, const B& b,
+              [[maybe_unused]] const std::vector<std::array<int, 2>>& grids, Product&& product,
+              double limit_s) {
+  const auto& comm = mesh.world();
+  const global_t ga = mp::gather(a), gb = mp::gather(b);
+  const global_t want = mp::gather(product());
+  // meshpp's own check against a plain sgemm of the global matrices on every rank
+  {
+    global_t c({n, n});
+    const int in = static_cast<int>(n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, in, in, in, 1.0f, ga.data(), in,
+                gb.data(), in, 0.0f, c.data(), in);
+    double d = 0;
+    for (std::size_t e = 0; e < c.size(); ++e)
+      d = std::max(d, static_cast<double>(std::abs(c.data()[e] - want.data()[e])));
+    if (max_over_ranks(comm, d) > 1e-2)
+      throw mp::error("einsum_distributed: " + name + " differs from cblas_sgemm by " +
+                      std::to_string(d));
+  }
+  const std::string label = name + " n " + std::to_string(n);
+#ifdef MESHPP_BENCH_HAVE_SCALAPACK
+  std::vector<psgemm_choice> tries;
+  for (const auto& g : grids) {
+    const int blocks = std::max(g[0], g[1]);
+    for (int mb : {static_cast<int>(n) / blocks, 256, 64}) {
+      if (mb > 0 && (tries.empty() || mb != tries.back().mb)) tries.push_back({g[0], g[1], mb});
+    }
+  }
+  const psgemm_choice best = fastest_psgemm(comm, ga, gb, tries);
+  scalapack_product s(ga, gb, best.prow, best.pcol, best.mb);
+  s.run();
+  const double diff = max_over_ranks(comm, s.max_abs_diff(want));
+  const auto t = bench::compare(comm, [&] { (void)product(); }, [&] { s.run(); }, 1.0);
+  print(comm, label, s.name(), t, limit_s, diff);
+#else
+  // No ScaLAPACK: the limit is the only baseline.
+  std::vector<double> m;
+  (void)product();
+  for (int r = 0; r < 5; ++r) m.push_back(bench::timed(comm, [&] { (void)product(); }));
+  print(comm, label, "sgemm x ranks (no ScaLAPACK)", {bench::median(m), limit_s}, limit_s, 0.0);
+#endif
+}
+
+void one_dim_cases(std::size_t n) {
+  const auto& world = boost::mpi::communicator();
+  const int p = world.size();
+  const mesh1 mesh({p});
+  const auto sizes = mp::extents{i{} = n, j{} = n, k{} = n};
+  const double limit = sgemm_limit(mesh.world(), n);
+  const std::vector<std::array<int, 2>> grids{{1, p}, {p, 1}};
+  using i_all = mp::layout<mp::split<i, all>>;
+  using k_all = mp::layout<mp::split<k, all>>;
+  using j_all = mp::layout<mp::split<j, all>>;
+  {
+    const auto a = mp::random_normal<tensor_t<mesh1, i_all, i, k>>(mesh, sizes, 1);
+    const auto b = mp::random_normal<tensor_t<mesh1, mp::layout<>, k, j>>(mesh, sizes, 2);
+    run_case(mesh, "A[i/all, k] B[k, j] -> C[i/all, j] (B replicated)", n, a, b, grids,
+             [&] { return mp::einsum<mp::shape<i, j>>(a, b); }, limit);
+  }
+  {
+    const auto a = mp::random_normal<tensor_t<mesh1, k_all, i, k>>(mesh, sizes, 1);
+    const auto b = mp::random_normal<tensor_t<mesh1, k_all, k, j>>(mesh, sizes, 2);
+    run_case(mesh, "A[i, k/all] B[k/all, j] -> C[i/all, j] (reduce-scattered)", n, a, b, grids,
+             [&] { return mp::einsum<mp::shape<i, j>, i_all>(a, b); }, limit);
+    run_case(mesh, "A[i, k/all] B[k/all, j] -> C[i, j/all] (reduce-scattered)", n, a, b, grids,
+             [&] { return mp::einsum<mp::shape<i, j>, j_all>(a, b); }, limit);
+    run_case(mesh, "A[i, k/all] B[k/all, j] -> C[i, j] (allreduced)", n, a, b, grids,
+             [&] { return mp::einsum<mp::shape<i, j>>(a, b); }, limit);
+  }
+  {
+    const auto a = mp::random_normal<tensor_t<mesh1, k_all, i, k>>(mesh, sizes, 1);
+    const auto b = mp::random_normal<tensor_t<mesh1, j_all, k, j>>(mesh, sizes, 2);
+    run_case(mesh, "A[i, k/all] B[k, j/all] -> C[i, j/all] (A allgathered)", n, a, b, grids,
+             [&] { return mp::einsum<mp::shape<i, j>>(mp::relayout<mp::layout<>>(a), b); },
+             limit);
+  }
+}
+
+void two_dim_cases(std::size_t n) {
+  const auto& world = boost::mpi::communicator();
+  const auto g = mp::balanced_grid<2>(world.size());
+  if (g[0] == 1 || g[1] == 1) return;  // not a 2-D mesh at this rank count
+  const mesh2 mesh(g);
+  const auto sizes = mp::extents{i{} = n, j{} = n, k{} = n};
+  const double limit = sgemm_limit(mesh.world(), n);
+  using rules = mp::layout<mp::split<i, rows>, mp::split<k, cols>>;
+  const auto a = mp::random_normal<tensor_t<mesh2, rules, i, k>>(mesh, sizes, 1);
+  const auto b = mp::random_normal<tensor_t<mesh2, rules, k, j>>(mesh, sizes, 2);
+  using out_rules = mp::layout<mp::split<i, rows>, mp::split<j, cols>>;
+  run_case(mesh, "A[i/rows, k/cols] B[k/cols, j] -> C[i/rows, j/cols] (2-D, k split)", n, a, b,
+           {{g[0], g[1]}}, [&] { return mp::einsum<mp::shape<i, j>, out_rules>(a, b); }, limit);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mp::environment env(argc, argv);
+  std::vector<std::size_t> sizes;
+  bool one_dim = true;
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if (arg == "--two-dim-only") {
+      one_dim = false;
+    } else if (arg == "--n" && a + 1 < argc &&
+               std::string(argv[a + 1]).find_first_not_of("0123456789") == std::string::npos &&
+               std::strtoul(argv[a + 1], nullptr, 10) > 0) {
+      sizes.push_back(static_cast<std::size_t>(std::strtoul(argv[++a], nullptr, 10)));
+    } else {  // the same arguments on every rank: every rank leaves here
+      if (boost::mpi::communicator().rank() == 0)
+        std::fprintf(stderr, "usage: einsum_distributed [--n size]... [--two-dim-only]\n");
+      return 2;
+    }
+  }
+  if (sizes.empty()) sizes = {2048};
+#ifndef MESHPP_BENCH_HAVE_SCALAPACK
+  if (boost::mpi::communicator().rank() == 0)
+    std::fprintf(stderr,
+                 "note: built without ScaLAPACK (Debian's libscalapack-openmpi-dev): no psgemm "
+                 "baseline, only the sgemm x ranks limit\n");
+#endif
+  for (std::size_t n : sizes) {
+    if (one_dim) one_dim_cases(n);
+    two_dim_cases(n);
+  }
+  return 0;
+}
