@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "meshpp/comm/collectives.hpp"
+#include "meshpp/comm/reduce_scatter_ring.hpp"
 #include "meshpp/core/blocks.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
@@ -152,12 +153,17 @@ gemm_operand<T> prepare(const X& x, const Mesh& m) {
   return g;
 }
 
+// gemm<T>(...): c = a b (accumulate false) or c += a b (true), row-major, a and b optionally
+// transposed
 template <class T>
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const T* a,
-          std::size_t lda, const T* b, std::size_t ldb, T* c, std::size_t ldc) {
+          std::size_t lda, const T* b, std::size_t ldb, T* c, std::size_t ldc,
+          bool accumulate = false) {
   if (m == 0 || n == 0) return;
   if (k == 0) {  // an empty sum: zeros (BLAS would reject the leading dimension 0)
-    for (std::size_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T{});
+    if (!accumulate) {
+      for (std::size_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T{});
+    }
     return;
   }
   const auto ta = trans_a ? CblasTrans : CblasNoTrans;
@@ -166,10 +172,10 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
              ik = static_cast<blasint>(k);
   if constexpr (std::is_same_v<T, float>) {
     cblas_sgemm(CblasRowMajor, ta, tb, im, in, ik, 1.0f, a, static_cast<blasint>(lda), b,
-                static_cast<blasint>(ldb), 0.0f, c, static_cast<blasint>(ldc));
+                static_cast<blasint>(ldb), accumulate ? 1.0f : 0.0f, c, static_cast<blasint>(ldc));
   } else if constexpr (std::is_same_v<T, double>) {
     cblas_dgemm(CblasRowMajor, ta, tb, im, in, ik, 1.0, a, static_cast<blasint>(lda), b,
-                static_cast<blasint>(ldb), 0.0, c, static_cast<blasint>(ldc));
+                static_cast<blasint>(ldb), accumulate ? 1.0 : 0.0, c, static_cast<blasint>(ldc));
   } else {  // no BLAS for this type: a plain triple loop
     for (std::size_t i = 0; i < m; ++i) {
       for (std::size_t j = 0; j < n; ++j) {
@@ -177,7 +183,7 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
         for (std::size_t p = 0; p < k; ++p) {
           sum += a[trans_a ? p * lda + i : i * lda + p] * b[trans_b ? j * ldb + p : p * ldb + j];
         }
-        c[i * ldc + j] = sum;
+        c[i * ldc + j] = accumulate ? T(c[i * ldc + j] + sum) : sum;
       }
     }
   }
@@ -201,6 +207,16 @@ void copy_permuted(const T* src, const std::array<std::size_t, From::rank>& from
     for (std::size_t j = 0; j < len; ++j) dest.ptr[j] = source.at(j);
   });
 }
+
+// sized{e}: extents e where an expression's size<D>() is expected (local_frame)
+template <class E>
+struct sized {
+  const E& sizes;
+  template <class D>
+  std::size_t size() const {
+    return sizes.template get<D>();
+  }
+};
 
 // einsum_sizes<Out>(a, b): the output's sizes, each from the input that has the dim
 template <class Out, class XA, class XB>
@@ -281,6 +297,101 @@ auto reduce_scatter_all(const X& x, layout<R, Rest...>*) {
   return reduce_scatter_all(reduce_scatter_along<R>(x), static_cast<layout<Rest...>*>(nullptr));
 }
 
+// ring_plan<Plan, Scatter, Out>: whether einsum<Out, OutRules> fuses its product with the
+// reduce_scatter (reduce_scatter_ring): exactly one output dim d is scattered, over mesh dim md,
+// and nothing else is allreduced; no batch dims; the output in gemm order ([M, N] or [N, M]),
+// and d the first of the M or of the N dims, so that block j of the output (d's stripe j) is
+// one gemm on a stripe of a's M rows or b's N columns, written as one run of memory.
+template <class L>
+struct single_rule {
+  static constexpr bool value = false;
+  using type = split<no_dim, no_dim>;
+};
+template <class R>
+struct single_rule<layout<R>> {
+  static constexpr bool value = true;
+  using type = R;
+};
+template <class S, class D>
+inline constexpr bool leads_v = [] {
+  if constexpr (S::rank == 0)
+    return false;
+  else
+    return std::is_same_v<dim_at_t<S, 0>, D>;
+}();
+template <class Plan, class Scatter, class Out>
+struct ring_plan {
+  using rule = typename single_rule<typename Scatter::rules>::type;
+  using dim = typename rule::tensor_dim;
+  using mesh_dim = typename rule::mesh_dim;
+  static constexpr bool along_m = leads_v<typename Plan::m, dim>;
+  static constexpr bool out_is_ct = std::is_same_v<Out, typename Plan::c_order_t>;
+  static constexpr bool applies = single_rule<typename Scatter::rules>::value &&
+                                  Scatter::allreduced::rank == 0 && Plan::batch::rank == 0 &&
+                                  (std::is_same_v<Out, typename Plan::c_order> || out_is_ct) &&
+                                  (along_m || leads_v<typename Plan::n, dim>);
+};
+
+// fused_with_reduce_scatter<Plan, Out, OutRules>(): einsum<Out, OutRules> takes ring_product
+template <class Plan, class Out, class OutRules>
+constexpr bool fused_with_reduce_scatter() {
+  if constexpr (std::is_void_v<OutRules>) {
+    return false;
+  } else {
+    using requested = layout_for_t<OutRules, Out>;
+    using sp =
+        scatter_plan<Out, typename Plan::out_layout, requested, typename Plan::summed_mesh_dims>;
+    return ring_plan<Plan, sp, Out>::applies;
+  }
+}
+
+// einsum_fuses_reduce_scatter_v<Out, OutRules, A, B>: einsum<Out, OutRules>(a, b) makes its
+// product block by block around the ring (ring_product), as the tests check
+template <class Out, class OutRules, class A, class B>
+inline constexpr bool einsum_fuses_reduce_scatter_v =
+    fused_with_reduce_scatter<einsum_plan<Out, typename A::shape_type, typename B::shape_type,
+                                          typename A::layout_type, typename B::layout_type>,
+                              Out, OutRules>();
+
+// ring_product<Ring>(mesh, ga, gb, m, n, k, out): out (this rank's stripe j of the ring's dim
+// d, m x n the whole local product) = the sum over the ring's mesh dim of a b's stripe j:
+//   [.., k/md] x [k/md, ..] |-> [d/md, ..]   one gemm per block, fused reduce_scatter over md
+template <class Ring, class T, class Mesh>
+void ring_product(const Mesh& mesh, const gemm_operand<T>& ga, const gemm_operand<T>& gb,
+                  std::size_t m, std::size_t n, std::size_t k, T* out) {
+  const auto p = static_cast<std::size_t>(mesh.template size<typename Ring::mesh_dim>());
+  const std::size_t mb = Ring::along_m ? m / p : m, nb = Ring::along_m ? n : n / p;
+  const std::size_t lda = ga.transposed ? m : k;
+  const std::size_t ldb = gb.transposed ? k : n;
+  auto make = [&](std::size_t j, T* dst, bool accumulate) {
+    const T* aj = ga.data;
+    const T* bj = gb.data;
+    if constexpr (Ring::along_m)
+      aj += ga.transposed ? j * mb : j * mb * k;
+    else
+      bj += gb.transposed ? j * nb * k : j * nb;
+    if constexpr (Ring::out_is_ct)  // C^T = B^T A^T
+      gemm<T>(!gb.transposed, !ga.transposed, nb, mb, k, bj, ldb, aj, lda, dst, mb, accumulate);
+    else
+      gemm<T>(ga.transposed, gb.transposed, mb, nb, k, aj, lda, bj, ldb, dst, nb, accumulate);
+  };
+  reduce_scatter_ring<over<typename Ring::mesh_dim>>::template run<T>(
+      mesh, std::span<T>(out, mb * nb), make);
+  mesh.counters().record_einsum(2ull * m * n * k);
+}
+
+// laid_out<Rules>(x): x itself (moved, not copied) when Rules lay it out as it is, else
+// relayout<Rules>(x)
+template <class Rules, class X>
+auto laid_out(X&& x) {
+  using Xt = std::remove_cvref_t<X>;
+  if constexpr (std::is_same_v<layout_for_t<Rules, typename Xt::shape_type>,
+                               typename Xt::layout_type>)
+    return Xt(std::forward<X>(x));
+  else
+    return relayout<Rules>(x);
+}
+
 // einsum2<Out, OutRules>(a, b): the work of einsum<Out>(a, b) (OutRules void) or
 // einsum<Out, OutRules>(a, b), once the checks there have passed. With `deferred` (OutRules
 // void only), the final allreduce is left to the caller: the result holds partial sums over
@@ -308,8 +419,11 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
   });
 
   using result_t = tensor<T, Out, typename plan::out_layout, Mesh>;
-  result_t out(mesh, einsum_sizes<Out>(a, b), result_t::uninitialized);
-
+  using L = typename plan::full_layout;
+  const auto out_sizes = einsum_sizes<Out>(a, b);
+  // Local group sizes, from the frame of the output order [batch, M, N] and of K.
+  const auto fr_c = local_frame<typename plan::c_order, layout_for_t<L, typename plan::c_order>>(
+      mesh, sized{out_sizes});
   // Dims in one input only, not in the output: summed out locally first (partial sums when
   // split; the final allreduce completes them).
   auto reduced_a = [&]() -> decltype(auto) {
@@ -331,7 +445,6 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
   const auto& ra = reduced_a();
   const auto& rb = reduced_b();
 
-  using L = typename plan::full_layout;
   auto ga = [&] {
     if constexpr (requires { ra.get(); })
       return prepare<typename plan::a_order, typename plan::a_order_t, L, T>(ra.get(), mesh);
@@ -345,9 +458,6 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
       return prepare<typename plan::b_order, typename plan::b_order_t, L, T>(rb, mesh);
   }();
 
-  // Local group sizes, from the frame of the output order [batch, M, N] and of K.
-  const auto fr_c = local_frame<typename plan::c_order, layout_for_t<L, typename plan::c_order>>(
-      mesh, as_expression(out));
   const std::size_t nb = product_of(fr_c, 0, plan::batch::rank);
   const std::size_t m = product_of(fr_c, plan::batch::rank, plan::m::rank);
   const std::size_t n = product_of(fr_c, plan::batch::rank + plan::m::rank, plan::n::rank);
@@ -358,46 +468,62 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
     for (std::size_t v : fr_k.extent) k *= v;
   }
 
-  constexpr bool out_is_c = std::is_same_v<Out, typename plan::c_order>;
-  constexpr bool out_is_ct = !out_is_c && std::is_same_v<Out, typename plan::c_order_t>;
-  scratch<T> c_buffer;  // overwritten whole by gemm
-  T* c = out.local().data();
-  if constexpr (!out_is_c && !out_is_ct) {
-    c_buffer.resize(nb * m * n);
-    c = c_buffer.data();
-  }
-  const std::size_t lda = ga.transposed ? m : k;
-  const std::size_t ldb = gb.transposed ? k : n;
-  for (std::size_t i = 0; i < nb; ++i) {
-    const T* ai = ga.data + i * m * k;
-    const T* bi = gb.data + i * k * n;
-    T* ci = c + i * m * n;
-    if constexpr (out_is_ct) {  // C^T = B^T A^T
-      gemm<T>(!gb.transposed, !ga.transposed, n, m, k, bi, ldb, ai, lda, ci, m);
-    } else {
-      gemm<T>(ga.transposed, gb.transposed, m, n, k, ai, lda, bi, ldb, ci, n);
-    }
-  }
-  if constexpr (!out_is_c && !out_is_ct) {
-    copy_permuted<typename plan::c_order, Out>(c, fr_c.extent, out.local().data());
-  }
-  mesh.counters().record_einsum(2ull * nb * m * n * k);
-
-  if constexpr (std::is_void_v<OutRules>) {
-    if (deferred) {
-      *deferred = mesh_mask_v<Mesh, typename plan::summed_mesh_dims>;
-      return out;
-    }
-    allreduce<over_t<typename plan::summed_mesh_dims>, op::sum>::run(
-        mesh, std::span(out.local().data(), out.local().size()));
-    return out;
-  } else {
+  if constexpr (fused_with_reduce_scatter<plan, Out, OutRules>()) {
+    // the product fused with its reduce_scatter: one gemm per block, summed around the ring
     using requested = layout_for_t<OutRules, Out>;
     using sp =
         scatter_plan<Out, typename plan::out_layout, requested, typename plan::summed_mesh_dims>;
-    allreduce<over_t<typename sp::allreduced>, op::sum>::run(
-        mesh, std::span(out.local().data(), out.local().size()));
-    return relayout<requested>(reduce_scatter_all(out, static_cast<typename sp::rules*>(nullptr)));
+    using Y =
+        tensor<T, Out,
+               layout_for_t<layout_merge_t<typename plan::out_layout, typename sp::rules>, Out>,
+               Mesh>;
+    Y y(mesh, out_sizes, Y::uninitialized);
+    ring_product<ring_plan<plan, sp, Out>>(mesh, ga, gb, m, n, k, y.local().data());
+    return laid_out<requested>(std::move(y));
+  } else {
+    result_t out(mesh, out_sizes, result_t::uninitialized);
+    constexpr bool out_is_c = std::is_same_v<Out, typename plan::c_order>;
+    constexpr bool out_is_ct = !out_is_c && std::is_same_v<Out, typename plan::c_order_t>;
+    scratch<T> c_buffer;  // overwritten whole by gemm
+    T* c = out.local().data();
+    if constexpr (!out_is_c && !out_is_ct) {
+      c_buffer.resize(nb * m * n);
+      c = c_buffer.data();
+    }
+    const std::size_t lda = ga.transposed ? m : k;
+    const std::size_t ldb = gb.transposed ? k : n;
+    for (std::size_t i = 0; i < nb; ++i) {
+      const T* ai = ga.data + i * m * k;
+      const T* bi = gb.data + i * k * n;
+      T* ci = c + i * m * n;
+      if constexpr (out_is_ct) {  // C^T = B^T A^T
+        gemm<T>(!gb.transposed, !ga.transposed, n, m, k, bi, ldb, ai, lda, ci, m);
+      } else {
+        gemm<T>(ga.transposed, gb.transposed, m, n, k, ai, lda, bi, ldb, ci, n);
+      }
+    }
+    if constexpr (!out_is_c && !out_is_ct) {
+      copy_permuted<typename plan::c_order, Out>(c, fr_c.extent, out.local().data());
+    }
+    mesh.counters().record_einsum(2ull * nb * m * n * k);
+
+    if constexpr (std::is_void_v<OutRules>) {
+      if (deferred) {
+        *deferred = mesh_mask_v<Mesh, typename plan::summed_mesh_dims>;
+        return out;
+      }
+      allreduce<over_t<typename plan::summed_mesh_dims>, op::sum>::run(
+          mesh, std::span(out.local().data(), out.local().size()));
+      return out;
+    } else {
+      using requested = layout_for_t<OutRules, Out>;
+      using sp =
+          scatter_plan<Out, typename plan::out_layout, requested, typename plan::summed_mesh_dims>;
+      allreduce<over_t<typename sp::allreduced>, op::sum>::run(
+          mesh, std::span(out.local().data(), out.local().size()));
+      return laid_out<requested>(
+          reduce_scatter_all(std::move(out), static_cast<typename sp::rules*>(nullptr)));
+    }
   }
 }
 
