@@ -5,7 +5,8 @@
 // (einsum_check.hpp), and the counters with the formula of the README ("Distributed
 // products"): one reduce_scatter over md of P values per rank, P = this rank's whole partial
 // product (the output's local size times |md|), sending (|md| - 1) / |md| * P values' bytes;
-// no allreduce, allgather or alltoall; 2 * P * k_local flops. 1-D and 2-D meshes, every storage
+// no allreduce, allgather or alltoall; 2 * P * k_local flops; or, where that sends fewer,
+// an alltoall and an allgather of the operands instead. 1-D and 2-D meshes, every storage
 // order gemm takes as it lies, an output [N, M], two M dims, a type without BLAS.
 #include <cstdint>
 #include <type_traits>
@@ -48,8 +49,33 @@ bool fused_counts(const mp::counters& c, unsigned mask, std::uint64_t p, std::ui
   return ok;
 }
 
+// gathered_counts(counters, mask, p, a_moved, b_moved, s, flops): what moving the operands
+// records instead: the input holding d alltoalled over `mask` (values a_moved, (p-1)/p of them
+// sent), the other allgathered (values b_moved, p-1 times them sent), no sum across ranks
+bool gathered_counts(const mp::counters& c, unsigned mask, std::uint64_t p, std::uint64_t a_moved,
+                     std::uint64_t b_moved, std::uint64_t s, std::uint64_t flops) {
+  const auto& all_to_all = c.at(mp::collective::alltoall, mask);
+  const auto& gathered = c.at(mp::collective::allgather, mask);
+  bool ok = all_to_all.calls == 1 && all_to_all.values == a_moved &&
+            all_to_all.bytes_sent == (p - 1) * a_moved * s / p && gathered.calls == 1 &&
+            gathered.values == b_moved && gathered.bytes_sent == (p - 1) * b_moved * s &&
+            c.total(mp::collective::alltoall).calls == 1 &&
+            c.total(mp::collective::allgather).calls == 1;
+  for (auto other : {mp::collective::allreduce, mp::collective::reduce_scatter,
+                     mp::collective::broadcast, mp::collective::permute, mp::collective::gather}) {
+    ok = ok && c.total(other).calls == 0;
+  }
+  ok = ok && c.einsum_calls() == 1 && c.einsum_flops() == flops;
+  if (!ok) MESSAGE("counted:\n" << c.report(std::array<const char*, 2>{"rows", "cols"}));
+  return ok;
+}
+
 // check<Out, OutRules>(a, b, sizes, mask, p, k_local): values and counters of one einsum,
-// which takes the fused path unless `fused` says otherwise
+// which takes the fused path unless `fused` says otherwise. Where it may move the operands
+// instead (both tensors, nothing but the contracted dim summed), it must do so exactly when
+// that sends fewer values: (p-1)/p |x| + (p-1) |y| < (p-1)/p P, x the input holding the
+// scattered dim d, y the other, P the whole local partial product (p times the result's
+// local size), i.e. |x| + p |y| < P.
 template <class Out, class OutRules, bool fused = true, class A, class B, class Sizes>
 void check(const A& a, const B& b, const Sizes& sizes, unsigned mask, std::uint64_t p,
            std::uint64_t k_local) {
@@ -58,8 +84,25 @@ void check(const A& a, const B& b, const Sizes& sizes, unsigned mask, std::uint6
   const auto c = mp::einsum<Out, OutRules>(a, b);
   using C = std::remove_cvref_t<decltype(c)>;
   static_assert(std::is_same_v<typename C::layout_type, mp::layout_for_t<OutRules, Out>>);
-  const bool counted = fused_counts(a.mesh().counters(), mask, p, c.local().size(),
-                                    sizeof(typename C::value_type), k_local);
+  constexpr std::uint64_t s = sizeof(typename C::value_type);
+  const std::uint64_t block = c.local().size(), product = p * block;
+  // d: the dim OutRules splits over the ring's mesh dim
+  constexpr bool d_in_a = [] {
+    bool in_a = false;
+    mp::detail::for_each_index<Out::rank>([&](auto i) {
+      using dim = mp::dim_at_t<Out, i.value>;
+      if constexpr (mp::is_split_in_v<OutRules, dim>)
+        in_a = in_a || mp::contains_v<typename A::shape_type, dim>;
+    });
+    return in_a;
+  }();
+  const std::uint64_t x = d_in_a ? a.local().size() : b.local().size();
+  const std::uint64_t y = d_in_a ? b.local().size() : a.local().size();
+  const bool moves_operands = fused && x + p * y < product;
+  const bool counted =
+      moves_operands
+          ? gathered_counts(a.mesh().counters(), mask, p, x, y, s, 2 * block * k_local * p)
+          : fused_counts(a.mesh().counters(), mask, p, block, s, k_local);
   CHECK_ALL_RANKS(counted);
   const auto want = reference<Out, typename A::shape_type, typename B::shape_type>(
       mp::gather(a), mp::gather(b), sizes);
@@ -140,5 +183,22 @@ TEST_CASE("an output the ring cannot make in place still equals the reference") 
     const auto p = static_cast<std::uint64_t>(m.size<rows>());
     check<mp::shape<i, e, j>, mp::layout<mp::split<e, rows>>, false>(a, b, sizes, over_rows, p,
                                                                      8 / p);
+  }
+}
+
+TEST_CASE("a small contracted dim: the operands move instead of the partial sums") {
+  // [i, k/rows] x [k/rows, j] |-> [i/rows, j] with k small: a is alltoalled to [i/rows, k], b
+  // allgathered to [k, j]; then no sum across ranks
+  const auto sizes = mp::extents{i{} = 16, e{} = 3, j{} = 16, k{} = 4};
+  using on_rows = mp::layout<mp::split<k, rows>>;
+  for (const auto& shape : einsum_test::mesh_shapes()) {
+    const mesh_t m(shape);
+    CAPTURE(m.describe());
+    const auto a = make<tensor_t<on_rows, double, i, k>>(m, sizes, 14);
+    const auto b = make<tensor_t<on_rows, double, k, j>>(m, sizes, 15);
+    const auto b_t = make<tensor_t<on_rows, double, j, k>>(m, sizes, 16);
+    const auto p = static_cast<std::uint64_t>(m.size<rows>());
+    check<mp::shape<i, j>, mp::layout<mp::split<i, rows>>>(a, b, sizes, over_rows, p, 4 / p);
+    check<mp::shape<j, i>, mp::layout<mp::split<j, rows>>>(a, b_t, sizes, over_rows, p, 4 / p);
   }
 }

@@ -302,10 +302,14 @@ auto reduce_scatter_all(const X& x, layout<R, Rest...>*) {
 // and nothing else is allreduced; no batch dims; the output in gemm order ([M, N] or [N, M]),
 // and d the first of the M or of the N dims, so that block j of the output (d's stripe j) is
 // one gemm on a stripe of a's M rows or b's N columns, written as one run of memory.
+struct no_rule {
+  using tensor_dim = no_dim;
+  using mesh_dim = no_dim;
+};
 template <class L>
 struct single_rule {
   static constexpr bool value = false;
-  using type = split<no_dim, no_dim>;
+  using type = no_rule;
 };
 template <class R>
 struct single_rule<layout<R>> {
@@ -353,32 +357,86 @@ inline constexpr bool einsum_fuses_reduce_scatter_v =
                                           typename A::layout_type, typename B::layout_type>,
                               Out, OutRules>();
 
-// ring_product<Ring>(mesh, ga, gb, m, n, k, out): out (this rank's stripe j of the ring's dim
-// d, m x n the whole local product) = the sum over the ring's mesh dim of a b's stripe j:
-//   [.., k/md] x [k/md, ..] |-> [d/md, ..]   one gemm per block, fused reduce_scatter over md
-template <class Ring, class T, class Mesh>
+// ring_product<Ring, AlongM, OutIsCT>(mesh, ga, gb, m, n, k, out): the local product
+// (m x n, k summed) made block by block by the ring policy Ring (reduce_scatter_ring or
+// allreduce_ring), block j being stripe j of p of the flattened M (AlongM) or N: one gemm on a
+// stripe of a's M rows or of b's N columns, written as one run of memory in the output order
+// ([M, N], or [N, M] when OutIsCT). out: this member's block, or every block (allreduce_ring).
+//   [.., k/md] x [k/md, ..] |-> [d/md, ..]   a reduce_scatter over md fused with the gemms
+template <class Ring, bool AlongM, bool OutIsCT, class T, class Mesh>
 void ring_product(const Mesh& mesh, const gemm_operand<T>& ga, const gemm_operand<T>& gb,
-                  std::size_t m, std::size_t n, std::size_t k, T* out) {
-  const auto p = static_cast<std::size_t>(mesh.template size<typename Ring::mesh_dim>());
-  const std::size_t mb = Ring::along_m ? m / p : m, nb = Ring::along_m ? n : n / p;
+                  std::size_t m, std::size_t n, std::size_t k, std::span<T> out) {
+  const std::size_t p = Ring::members(mesh);
+  const std::size_t mb = AlongM ? m / p : m, nb = AlongM ? n : n / p;
   const std::size_t lda = ga.transposed ? m : k;
   const std::size_t ldb = gb.transposed ? k : n;
   auto make = [&](std::size_t j, T* dst, bool accumulate) {
     const T* aj = ga.data;
     const T* bj = gb.data;
-    if constexpr (Ring::along_m)
+    if constexpr (AlongM)
       aj += ga.transposed ? j * mb : j * mb * k;
     else
       bj += gb.transposed ? j * nb * k : j * nb;
-    if constexpr (Ring::out_is_ct)  // C^T = B^T A^T
+    if constexpr (OutIsCT)  // C^T = B^T A^T
       gemm<T>(!gb.transposed, !ga.transposed, nb, mb, k, bj, ldb, aj, lda, dst, mb, accumulate);
     else
       gemm<T>(ga.transposed, gb.transposed, mb, nb, k, aj, lda, bj, ldb, dst, nb, accumulate);
   };
-  reduce_scatter_ring<over<typename Ring::mesh_dim>>::template run<T>(
-      mesh, std::span<T>(out, mb * nb), make);
+  Ring::template run<T>(mesh, out, make);
   mesh.counters().record_einsum(2ull * m * n * k);
 }
+
+// without_mesh_dim_t<M, L>: L without its rule onto mesh dim M, if any
+template <class M, class L>
+struct without_mesh_dim;
+template <class M, class... R>
+struct without_mesh_dim<M, layout<R...>> {
+  using type = decltype((
+      layout<>{} + ... +
+      std::conditional_t<std::is_same_v<typename R::mesh_dim, M>, layout<>, layout<R>>{}));
+};
+template <class M, class L>
+using without_mesh_dim_t = typename without_mesh_dim<M, L>::type;
+
+// operand_gather_plan<Out, OutRules, A, B>: the alternative to ring_product for the same einsum
+// when both inputs are tensors and nothing but contracted dims is summed: move the operands instead
+// of the partial sums. The contracted dim leaves mesh dim md and the scattered output dim d takes
+// it, in whichever input has d; the other input is gathered whole along md:
+//   [d, k/md] x [k/md, n] |-> [d/md, k] x [k, n]   alltoall of a, allgather of b over md
+// then a local product with no sum across ranks. Values sent per rank: (p-1)/p |a_local| +
+// (p-1) |b_local| (d in a; swap a and b when d is in b) against the ring's (p-1)/p |C_local|,
+// C the whole local partial product: moving the operands is chosen when it sends fewer
+// (a small contracted dim, e.g. a rank-k update).
+template <class Out, class OutRules, class A, class B>
+struct operand_gather_plan {
+  using plan = einsum_plan<Out, typename A::shape_type, typename B::shape_type,
+                           typename A::layout_type, typename B::layout_type>;
+  using scatter = scatter_plan<Out, typename plan::out_layout, layout_for_t<OutRules, Out>,
+                               typename plan::summed_mesh_dims>;
+  using ring = ring_plan<plan, scatter, Out>;
+  static constexpr bool applies = is_tensor_v<A> && is_tensor_v<B> && ring::applies &&
+                                  plan::a_only::rank == 0 && plan::b_only::rank == 0;
+  using md = typename ring::mesh_dim;
+  // moved_layout<X>: X's layout once moved (an alias template: formed only where applies)
+  template <class X>
+  using moved_layout = layout_for_t<
+      layout_merge_t<without_mesh_dim_t<md, typename X::layout_type>, layout<typename ring::rule>>,
+      typename X::shape_type>;
+  // gathers_less(a, b, p): moving the operands sends fewer values than the ring
+  static bool gathers_less(const A& a, const B& b, std::size_t p) {
+    const std::size_t moved = ring::along_m ? a.local().size() + p * b.local().size()
+                                            : b.local().size() + p * a.local().size();
+    std::size_t product = 1;  // the whole local partial product: p times the result's block
+    for_each_index<Out::rank>([&](auto i) {
+      using dim = dim_at_t<Out, i.value>;
+      if constexpr (contains_v<typename A::shape_type, dim>)
+        product *= a.local_shape()[index_of_v<typename A::shape_type, dim>];
+      else
+        product *= b.local_shape()[index_of_v<typename B::shape_type, dim>];
+    });
+    return moved < product;
+  }
+};
 
 // laid_out<Rules>(x): x itself (moved, not copied) when Rules lay it out as it is, else
 // relayout<Rules>(x)
@@ -477,13 +535,27 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
         tensor<T, Out,
                layout_for_t<layout_merge_t<typename plan::out_layout, typename sp::rules>, Out>,
                Mesh>;
+    using ring = ring_plan<plan, sp, Out>;
     Y y(mesh, out_sizes, Y::uninitialized);
-    ring_product<ring_plan<plan, sp, Out>>(mesh, ga, gb, m, n, k, y.local().data());
+    ring_product<reduce_scatter_ring<over<typename ring::mesh_dim>>, ring::along_m,
+                 ring::out_is_ct>(mesh, ga, gb, m, n, k,
+                                  std::span<T>(y.local().data(), y.local().size()));
     return laid_out<requested>(std::move(y));
   } else {
     result_t out(mesh, out_sizes, result_t::uninitialized);
     constexpr bool out_is_c = std::is_same_v<Out, typename plan::c_order>;
     constexpr bool out_is_ct = !out_is_c && std::is_same_v<Out, typename plan::c_order_t>;
+    if constexpr (std::is_void_v<OutRules> && plan::batch::rank == 0 && (out_is_c || out_is_ct) &&
+                  plan::summed_mesh_dims::rank > 0) {
+      // the product fused with its allreduce: blocks of the output's outer dim summed around
+      // the ring, then allgathered, when they divide evenly (the same on every rank)
+      using ring = allreduce_ring<over_t<typename plan::summed_mesh_dims>>;
+      if (!deferred && (out_is_ct ? n : m) % ring::members(mesh) == 0) {
+        ring_product<ring, !out_is_ct, out_is_ct>(
+            mesh, ga, gb, m, n, k, std::span<T>(out.local().data(), out.local().size()));
+        return out;
+      }
+    }
     scratch<T> c_buffer;  // overwritten whole by gemm
     T* c = out.local().data();
     if constexpr (!out_is_c && !out_is_ct) {
@@ -594,6 +666,15 @@ auto einsum(const A& a, const B& b) {
     (void)final_t(*detail::as_expression(a).mesh_ptr(),
                   detail::einsum_sizes<Out>(detail::as_expression(a), detail::as_expression(b)),
                   final_t::uninitialized);
+    using gather = detail::operand_gather_plan<Out, OutRules, A, B>;
+    if constexpr (gather::applies) {
+      const auto p = static_cast<std::size_t>(a.mesh().template size<typename gather::md>());
+      if (gather::gathers_less(a, b, p)) {  // sizes only: the same choice on every rank
+        return detail::einsum2<Out, OutRules>(
+            relayout<typename gather::template moved_layout<A>>(a),
+            relayout<typename gather::template moved_layout<B>>(b));
+      }
+    }
     return detail::einsum2<Out, OutRules>(a, b);
   }
 }
