@@ -77,8 +77,8 @@ double sgemm_limit(const boost::mpi::communicator& comm, std::size_t n) {
   global_t a = xt::ones<float>({n, n}), b = xt::ones<float>({n, n}), c({n, n});
   const int in = static_cast<int>(n);
   auto once = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, in, in, in, 1.0f, a.data(), in,
-                b.data(), in, 0.0f, c.data(), in);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, in, in, in, 1.0f, a.data(), in, b.data(),
+                in, 0.0f, c.data(), in);
   };
   bench::timed(comm, once);  // warm up
   std::vector<double> t;
@@ -217,7 +217,8 @@ void run_case(const Mesh& mesh, const std::string& name, std::size_t n, const A&
   scalapack_product s(ga, gb, best.prow, best.pcol, best.mb);
   s.run();
   const double diff = max_over_ranks(comm, s.max_abs_diff(want));
-  const auto t = bench::compare(comm, [&] { (void)product(); }, [&] { s.run(); }, 1.0);
+  const auto t = bench::compare(
+      comm, [&] { (void)product(); }, [&] { s.run(); }, 1.0);
   print(comm, label, s.name(), t, limit_s, diff);
 #else
   // No ScaLAPACK: the limit is the only baseline.
@@ -241,25 +242,29 @@ void one_dim_cases(std::size_t n) {
   {
     const auto a = mp::random_normal<tensor_t<mesh1, i_all, i, k>>(mesh, sizes, 1);
     const auto b = mp::random_normal<tensor_t<mesh1, mp::layout<>, k, j>>(mesh, sizes, 2);
-    run_case(mesh, "A[i/all, k] B[k, j] -> C[i/all, j] (B replicated)", n, a, b, grids,
-             [&] { return mp::einsum<mp::shape<i, j>>(a, b); }, limit);
+    run_case(
+        mesh, "A[i/all, k] B[k, j] -> C[i/all, j] (B replicated)", n, a, b, grids,
+        [&] { return mp::einsum<mp::shape<i, j>>(a, b); }, limit);
   }
   {
     const auto a = mp::random_normal<tensor_t<mesh1, k_all, i, k>>(mesh, sizes, 1);
     const auto b = mp::random_normal<tensor_t<mesh1, k_all, k, j>>(mesh, sizes, 2);
-    run_case(mesh, "A[i, k/all] B[k/all, j] -> C[i/all, j] (reduce-scattered)", n, a, b, grids,
-             [&] { return mp::einsum<mp::shape<i, j>, i_all>(a, b); }, limit);
-    run_case(mesh, "A[i, k/all] B[k/all, j] -> C[i, j/all] (reduce-scattered)", n, a, b, grids,
-             [&] { return mp::einsum<mp::shape<i, j>, j_all>(a, b); }, limit);
-    run_case(mesh, "A[i, k/all] B[k/all, j] -> C[i, j] (allreduced)", n, a, b, grids,
-             [&] { return mp::einsum<mp::shape<i, j>>(a, b); }, limit);
+    run_case(
+        mesh, "A[i, k/all] B[k/all, j] -> C[i/all, j] (reduce-scattered)", n, a, b, grids,
+        [&] { return mp::einsum<mp::shape<i, j>, i_all>(a, b); }, limit);
+    run_case(
+        mesh, "A[i, k/all] B[k/all, j] -> C[i, j/all] (reduce-scattered)", n, a, b, grids,
+        [&] { return mp::einsum<mp::shape<i, j>, j_all>(a, b); }, limit);
+    run_case(
+        mesh, "A[i, k/all] B[k/all, j] -> C[i, j] (allreduced)", n, a, b, grids,
+        [&] { return mp::einsum<mp::shape<i, j>>(a, b); }, limit);
   }
   {
     const auto a = mp::random_normal<tensor_t<mesh1, k_all, i, k>>(mesh, sizes, 1);
     const auto b = mp::random_normal<tensor_t<mesh1, j_all, k, j>>(mesh, sizes, 2);
-    run_case(mesh, "A[i, k/all] B[k, j/all] -> C[i, j/all] (A allgathered)", n, a, b, grids,
-             [&] { return mp::einsum<mp::shape<i, j>>(mp::relayout<mp::layout<>>(a), b); },
-             limit);
+    run_case(
+        mesh, "A[i, k/all] B[k, j/all] -> C[i, j/all] (A allgathered)", n, a, b, grids,
+        [&] { return mp::einsum<mp::shape<i, j>>(mp::relayout<mp::layout<>>(a), b); }, limit);
   }
 }
 
@@ -274,8 +279,9 @@ void two_dim_cases(std::size_t n) {
   const auto a = mp::random_normal<tensor_t<mesh2, rules, i, k>>(mesh, sizes, 1);
   const auto b = mp::random_normal<tensor_t<mesh2, rules, k, j>>(mesh, sizes, 2);
   using out_rules = mp::layout<mp::split<i, rows>, mp::split<j, cols>>;
-  run_case(mesh, "A[i/rows, k/cols] B[k/cols, j] -> C[i/rows, j/cols] (2-D, k split)", n, a, b,
-           {{g[0], g[1]}}, [&] { return mp::einsum<mp::shape<i, j>, out_rules>(a, b); }, limit);
+  run_case(
+      mesh, "A[i/rows, k/cols] B[k/cols, j] -> C[i/rows, j/cols] (2-D, k split)", n, a, b,
+      {{g[0], g[1]}}, [&] { return mp::einsum<mp::shape<i, j>, out_rules>(a, b); }, limit);
 }
 
 }  // namespace

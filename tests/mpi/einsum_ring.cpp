@@ -202,3 +202,25 @@ TEST_CASE("a small contracted dim: the operands move instead of the partial sums
     check<mp::shape<j, i>, mp::layout<mp::split<j, rows>>>(a, b_t, sizes, over_rows, p, 4 / p);
   }
 }
+
+TEST_CASE("einsum<Out>: the allreduce of a split contraction, fused where blocks divide") {
+  // [i, k/rows] x [k/rows, j] |-> [i, j]: blocks of the output's outer dim around the ring,
+  // then one allgather, counted as the one allreduce it stands for (2 (p-1)/p of the values);
+  // an outer dim the ranks do not divide (i = 3) takes MPI_Allreduce, counted alike
+  using on_rows = mp::layout<mp::split<k, rows>>;
+  for (std::size_t rows_of_c : {std::size_t{8}, std::size_t{3}}) {
+    const auto sizes = mp::extents{i{} = rows_of_c, e{} = 3, j{} = 4, k{} = 8};
+    for (const auto& shape : einsum_test::mesh_shapes()) {
+      const mesh_t m(shape);
+      CAPTURE(m.describe());
+      CAPTURE(rows_of_c);
+      const auto a = make<tensor_t<on_rows, double, i, k>>(m, sizes, 17);
+      const auto b = make<tensor_t<on_rows, double, k, j>>(m, sizes, 18);
+      const auto b_t = make<tensor_t<on_rows, float, j, k>>(m, sizes, 19);
+      const auto a_f = make<tensor_t<on_rows, float, k, i>>(m, sizes, 20);
+      const auto want = einsum_test::allreduce_over(over_rows, 8 / m.size<rows>());
+      einsum_test::check<mp::shape<i, j>>(a, b, sizes, want);
+      einsum_test::check<mp::shape<j, i>>(a_f, b_t, sizes, want);  // [N, M]: blocks of N
+    }
+  }
+}
