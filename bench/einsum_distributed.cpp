@@ -9,6 +9,8 @@
 //   reduce-scattered C   A[i, k/all]  x B[k/all, j]  -> C[i/all, j]   einsum<.., split<i, all>>
 //   allreduced C         A[i, k/all]  x B[k/all, j]  -> C[i, j]
 //   allgathered A        A[i, k/all]  x B[k, j/all]  -> C[i, j/all]   relayout A to [i, k] first
+//   operands moved       A[i, k/all]  x B[k/all, j]  -> C[i/all, j]   k = n/8: einsum moves A and
+//                                                                     B instead of partial sums
 // and on a 2-D mesh rows x cols (4 ranks: 2 x 2):
 //   2-D, k split         A[i/rows, k/cols] x B[k/cols, j] -> C[i/rows, j/cols]
 //
@@ -71,14 +73,15 @@ double max_over_ranks(const boost::mpi::communicator& comm, double mine) {
   return worst;
 }
 
-// The physical limit: every rank multiplies n x n matrices at once on its own core; the
-// slowest rank's time over the ranks is the time p cores would need for one n^3 product.
-double sgemm_limit(const boost::mpi::communicator& comm, std::size_t n) {
-  global_t a = xt::ones<float>({n, n}), b = xt::ones<float>({n, n}), c({n, n});
-  const int in = static_cast<int>(n);
+// The physical limit: every rank multiplies an m x k by a k x n matrix at once on its own
+// core; the slowest rank's time over the ranks is the time p cores need for that product.
+double sgemm_limit(const boost::mpi::communicator& comm, std::size_t m, std::size_t n,
+                   std::size_t k) {
+  global_t a = xt::ones<float>({m, k}), b = xt::ones<float>({k, n}), c({m, n});
   auto once = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, in, in, in, 1.0f, a.data(), in, b.data(),
-                in, 0.0f, c.data(), in);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), 1.0f, a.data(), static_cast<int>(k), b.data(),
+                static_cast<int>(n), 0.0f, c.data(), static_cast<int>(n));
   };
   bench::timed(comm, once);  // warm up
   std::vector<double> t;
@@ -87,24 +90,43 @@ double sgemm_limit(const boost::mpi::communicator& comm, std::size_t n) {
 }
 
 #ifdef MESHPP_BENCH_HAVE_SCALAPACK
+/// One matrix block-cyclically distributed on a BLACS grid, mb x mb blocks, column-major.
+struct distributed_matrix {
+  int rows = 0, cols = 0, local_rows = 0, local_cols = 0;
+  int desc[9] = {};
+  std::vector<float> values;
+
+  distributed_matrix(int r, int c, int mb, int context, int prow, int pcol, int myrow, int mycol)
+      : rows(r), cols(c) {
+    const int zero = 0;
+    local_rows = numroc_(&rows, &mb, &myrow, &zero, &prow);
+    local_cols = numroc_(&cols, &mb, &mycol, &zero, &pcol);
+    const int lld = std::max(1, local_rows);
+    int info = 0;
+    descinit_(desc, &rows, &cols, &mb, &mb, &zero, &zero, &context, &lld, &info);
+    if (info != 0) throw mp::error("einsum_distributed: descinit_ failed");
+    values.assign(static_cast<std::size_t>(lld) * static_cast<std::size_t>(local_cols), 0.0f);
+  }
+  std::size_t at(int li, int lj) const {
+    return static_cast<std::size_t>(lj) * static_cast<std::size_t>(std::max(1, local_rows)) +
+           static_cast<std::size_t>(li);
+  }
+};
+
 /// psgemm on a prow x pcol grid with square mb x mb blocks, of the global row-major a and b.
 class scalapack_product {
  public:
   scalapack_product(const global_t& a, const global_t& b, int prow, int pcol, int mb)
-      : n_(static_cast<int>(a.shape()[0])), mb_(mb), prow_(prow), pcol_(pcol) {
-    Cblacs_get(0, 0, &context_);
-    Cblacs_gridinit(&context_, "Row", prow, pcol);
-    Cblacs_gridinfo(context_, &prow_, &pcol_, &myrow_, &mycol_);
-    const int zero = 0;
-    rows_ = numroc_(&n_, &mb_, &myrow_, &zero, &prow_);
-    cols_ = numroc_(&n_, &mb_, &mycol_, &zero, &pcol_);
-    const int lld = std::max(1, rows_);
-    int info = 0;
-    descinit_(desc_, &n_, &n_, &mb_, &mb_, &zero, &zero, &context_, &lld, &info);
-    if (info != 0) throw mp::error("einsum_distributed: descinit_ failed");
-    a_ = local(a);
-    b_ = local(b);
-    c_.assign(static_cast<std::size_t>(rows_) * static_cast<std::size_t>(cols_), 0.0f);
+      : m_(static_cast<int>(a.shape()[0])),
+        n_(static_cast<int>(b.shape()[1])),
+        k_(static_cast<int>(a.shape()[1])),
+        mb_(mb),
+        context_(grid(prow, pcol)),
+        a_(m_, k_, mb, context_, prow_, pcol_, myrow_, mycol_),
+        b_(k_, n_, mb, context_, prow_, pcol_, myrow_, mycol_),
+        c_(m_, n_, mb, context_, prow_, pcol_, myrow_, mycol_) {
+    fill(a_, a);
+    fill(b_, b);
   }
   ~scalapack_product() { Cblacs_gridexit(context_); }
   scalapack_product(const scalapack_product&) = delete;
@@ -113,15 +135,15 @@ class scalapack_product {
   void run() {
     const int one = 1;
     const float alpha = 1, beta = 0;
-    psgemm_("N", "N", &n_, &n_, &n_, &alpha, a_.data(), &one, &one, desc_, b_.data(), &one, &one,
-            desc_, &beta, c_.data(), &one, &one, desc_);
+    psgemm_("N", "N", &m_, &n_, &k_, &alpha, a_.values.data(), &one, &one, a_.desc,
+            b_.values.data(), &one, &one, b_.desc, &beta, c_.values.data(), &one, &one, c_.desc);
   }
   // max_abs_diff(want): the largest difference of this rank's part of C from the global want
   double max_abs_diff(const global_t& want) const {
     double d = 0;
-    for (int lj = 0; lj < cols_; ++lj)
-      for (int li = 0; li < rows_; ++li)
-        d = std::max(d, std::abs(static_cast<double>(c_[at(li, lj)]) -
+    for (int lj = 0; lj < c_.local_cols; ++lj)
+      for (int li = 0; li < c_.local_rows; ++li)
+        d = std::max(d, std::abs(static_cast<double>(c_.values[c_.at(li, lj)]) -
                                  want(global(li, myrow_, prow_), global(lj, mycol_, pcol_))));
     return d;
   }
@@ -131,24 +153,26 @@ class scalapack_product {
   }
 
  private:
+  int grid(int prow, int pcol) {
+    int context = 0;
+    Cblacs_get(0, 0, &context);
+    Cblacs_gridinit(&context, "Row", prow, pcol);
+    Cblacs_gridinfo(context, &prow_, &pcol_, &myrow_, &mycol_);
+    return context;
+  }
   std::size_t global(int l, int me, int procs) const {
     return static_cast<std::size_t>(((l / mb_) * procs + me) * mb_ + l % mb_);
   }
-  std::size_t at(int li, int lj) const {  // column-major, as ScaLAPACK keeps it
-    return static_cast<std::size_t>(lj) * static_cast<std::size_t>(std::max(1, rows_)) +
-           static_cast<std::size_t>(li);
-  }
-  std::vector<float> local(const global_t& x) const {
-    std::vector<float> v(static_cast<std::size_t>(rows_) * static_cast<std::size_t>(cols_));
-    for (int lj = 0; lj < cols_; ++lj)
-      for (int li = 0; li < rows_; ++li)
-        v[at(li, lj)] = x(global(li, myrow_, prow_), global(lj, mycol_, pcol_));
-    return v;
+  void fill(distributed_matrix& x, const global_t& whole) const {
+    for (int lj = 0; lj < x.local_cols; ++lj)
+      for (int li = 0; li < x.local_rows; ++li)
+        x.values[x.at(li, lj)] = whole(global(li, myrow_, prow_), global(lj, mycol_, pcol_));
   }
 
-  int n_, mb_, prow_, pcol_, myrow_ = 0, mycol_ = 0, rows_ = 0, cols_ = 0, context_ = 0;
-  int desc_[9] = {};
-  std::vector<float> a_, b_, c_;
+  int m_, n_, k_, mb_;
+  int prow_ = 0, pcol_ = 0, myrow_ = 0, mycol_ = 0;
+  int context_;
+  distributed_matrix a_, b_, c_;
 };
 
 // The fastest psgemm configuration of the grids and block sizes given, timed once each.
@@ -182,21 +206,22 @@ void print(const boost::mpi::communicator& comm, const std::string& name,
   std::fflush(stdout);
 }
 
-// run_case(mesh, name, n, grids, product): times product() (meshpp, returning C as a tensor)
-// against the fastest psgemm of `grids` on the same global A and B.
+// run_case(mesh, name, a, b, grids, product, limit): times product() (meshpp, returning C as
+// a tensor) against the fastest psgemm of `grids` on the same global A and B.
 template <class Mesh, class A, class B, class Product>
-void run_case(const Mesh& mesh, const std::string& name, std::size_t n, const A& a, const B& b,
+void run_case(const Mesh& mesh, const std::string& name, const A& a, const B& b,
               [[maybe_unused]] const std::vector<std::array<int, 2>>& grids, Product&& product,
               double limit_s) {
   const auto& comm = mesh.world();
   const global_t ga = mp::gather(a), gb = mp::gather(b);
   const global_t want = mp::gather(product());
+  const std::size_t m = ga.shape()[0], n = gb.shape()[1], k = ga.shape()[1];
   // meshpp's own check against a plain sgemm of the global matrices on every rank
   {
-    global_t c({n, n});
-    const int in = static_cast<int>(n);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, in, in, in, 1.0f, ga.data(), in,
-                gb.data(), in, 0.0f, c.data(), in);
+    global_t c({m, n});
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), 1.0f, ga.data(), static_cast<int>(k), gb.data(),
+                static_cast<int>(n), 0.0f, c.data(), static_cast<int>(n));
     double d = 0;
     for (std::size_t e = 0; e < c.size(); ++e)
       d = std::max(d, static_cast<double>(std::abs(c.data()[e] - want.data()[e])));
@@ -204,12 +229,15 @@ void run_case(const Mesh& mesh, const std::string& name, std::size_t n, const A&
       throw mp::error("einsum_distributed: " + name + " differs from cblas_sgemm by " +
                       std::to_string(d));
   }
-  const std::string label = name + " n " + std::to_string(n);
+  const std::string label =
+      name + (m == n && n == k ? " n " + std::to_string(n)
+                               : " m n k " + std::to_string(m) + " " + std::to_string(n) + " " +
+                                     std::to_string(k));
 #ifdef MESHPP_BENCH_HAVE_SCALAPACK
   std::vector<psgemm_choice> tries;
   for (const auto& g : grids) {
     const int blocks = std::max(g[0], g[1]);
-    for (int mb : {static_cast<int>(n) / blocks, 256, 64}) {
+    for (int mb : {static_cast<int>(std::max(m, n)) / blocks, 256, 64}) {
       if (mb > 0 && (tries.empty() || mb != tries.back().mb)) tries.push_back({g[0], g[1], mb});
     }
   }
@@ -222,10 +250,10 @@ void run_case(const Mesh& mesh, const std::string& name, std::size_t n, const A&
   print(comm, label, s.name(), t, limit_s, diff);
 #else
   // No ScaLAPACK: the limit is the only baseline.
-  std::vector<double> m;
+  std::vector<double> t;
   (void)product();
-  for (int r = 0; r < 5; ++r) m.push_back(bench::timed(comm, [&] { (void)product(); }));
-  print(comm, label, "sgemm x ranks (no ScaLAPACK)", {bench::median(m), limit_s}, limit_s, 0.0);
+  for (int r = 0; r < 5; ++r) t.push_back(bench::timed(comm, [&] { (void)product(); }));
+  print(comm, label, "sgemm x ranks (no ScaLAPACK)", {bench::median(t), limit_s}, limit_s, 0.0);
 #endif
 }
 
@@ -234,7 +262,7 @@ void one_dim_cases(std::size_t n) {
   const int p = world.size();
   const mesh1 mesh({p});
   const auto sizes = mp::extents{i{} = n, j{} = n, k{} = n};
-  const double limit = sgemm_limit(mesh.world(), n);
+  const double limit = sgemm_limit(mesh.world(), n, n, n);
   const std::vector<std::array<int, 2>> grids{{1, p}, {p, 1}};
   using i_all = mp::layout<mp::split<i, all>>;
   using k_all = mp::layout<mp::split<k, all>>;
@@ -243,28 +271,37 @@ void one_dim_cases(std::size_t n) {
     const auto a = mp::random_normal<tensor_t<mesh1, i_all, i, k>>(mesh, sizes, 1);
     const auto b = mp::random_normal<tensor_t<mesh1, mp::layout<>, k, j>>(mesh, sizes, 2);
     run_case(
-        mesh, "A[i/all, k] B[k, j] -> C[i/all, j] (B replicated)", n, a, b, grids,
+        mesh, "A[i/all, k] B[k, j] -> C[i/all, j] (B replicated)", a, b, grids,
         [&] { return mp::einsum<mp::shape<i, j>>(a, b); }, limit);
   }
   {
     const auto a = mp::random_normal<tensor_t<mesh1, k_all, i, k>>(mesh, sizes, 1);
     const auto b = mp::random_normal<tensor_t<mesh1, k_all, k, j>>(mesh, sizes, 2);
     run_case(
-        mesh, "A[i, k/all] B[k/all, j] -> C[i/all, j] (reduce-scattered)", n, a, b, grids,
+        mesh, "A[i, k/all] B[k/all, j] -> C[i/all, j] (reduce-scattered)", a, b, grids,
         [&] { return mp::einsum<mp::shape<i, j>, i_all>(a, b); }, limit);
     run_case(
-        mesh, "A[i, k/all] B[k/all, j] -> C[i, j/all] (reduce-scattered)", n, a, b, grids,
+        mesh, "A[i, k/all] B[k/all, j] -> C[i, j/all] (reduce-scattered)", a, b, grids,
         [&] { return mp::einsum<mp::shape<i, j>, j_all>(a, b); }, limit);
     run_case(
-        mesh, "A[i, k/all] B[k/all, j] -> C[i, j] (allreduced)", n, a, b, grids,
+        mesh, "A[i, k/all] B[k/all, j] -> C[i, j] (allreduced)", a, b, grids,
         [&] { return mp::einsum<mp::shape<i, j>>(a, b); }, limit);
   }
   {
     const auto a = mp::random_normal<tensor_t<mesh1, k_all, i, k>>(mesh, sizes, 1);
     const auto b = mp::random_normal<tensor_t<mesh1, j_all, k, j>>(mesh, sizes, 2);
     run_case(
-        mesh, "A[i, k/all] B[k, j/all] -> C[i, j/all] (A allgathered)", n, a, b, grids,
+        mesh, "A[i, k/all] B[k, j/all] -> C[i, j/all] (A allgathered)", a, b, grids,
         [&] { return mp::einsum<mp::shape<i, j>>(mp::relayout<mp::layout<>>(a), b); }, limit);
+  }
+  {  // a rank-k update (k = n/8): moving the operands sends fewer values than the partial sums
+    const auto thin = mp::extents{i{} = n, j{} = n, k{} = n / 8};
+    const auto a = mp::random_normal<tensor_t<mesh1, k_all, i, k>>(mesh, thin, 1);
+    const auto b = mp::random_normal<tensor_t<mesh1, k_all, k, j>>(mesh, thin, 2);
+    run_case(
+        mesh, "A[i, k/all] B[k/all, j] -> C[i/all, j] (operands moved)", a, b, grids,
+        [&] { return mp::einsum<mp::shape<i, j>, i_all>(a, b); },
+        sgemm_limit(mesh.world(), n, n, n / 8));
   }
 }
 
@@ -274,13 +311,13 @@ void two_dim_cases(std::size_t n) {
   if (g[0] == 1 || g[1] == 1) return;  // not a 2-D mesh at this rank count
   const mesh2 mesh(g);
   const auto sizes = mp::extents{i{} = n, j{} = n, k{} = n};
-  const double limit = sgemm_limit(mesh.world(), n);
+  const double limit = sgemm_limit(mesh.world(), n, n, n);
   using rules = mp::layout<mp::split<i, rows>, mp::split<k, cols>>;
   const auto a = mp::random_normal<tensor_t<mesh2, rules, i, k>>(mesh, sizes, 1);
   const auto b = mp::random_normal<tensor_t<mesh2, rules, k, j>>(mesh, sizes, 2);
   using out_rules = mp::layout<mp::split<i, rows>, mp::split<j, cols>>;
   run_case(
-      mesh, "A[i/rows, k/cols] B[k/cols, j] -> C[i/rows, j/cols] (2-D, k split)", n, a, b,
+      mesh, "A[i/rows, k/cols] B[k/cols, j] -> C[i/rows, j/cols] (2-D, k split)", a, b,
       {{g[0], g[1]}}, [&] { return mp::einsum<mp::shape<i, j>, out_rules>(a, b); }, limit);
 }
 
