@@ -224,3 +224,29 @@ TEST_CASE("einsum<Out>: the allreduce of a split contraction, fused where blocks
     }
   }
 }
+
+TEST_CASE("bad input fails on every rank before any communication") {
+  using on_rows = mp::layout<mp::split<k, rows>>;
+  for (const auto& shape : einsum_test::mesh_shapes()) {
+    const mesh_t m(shape);
+    CAPTURE(m.describe());
+    const std::size_t p = static_cast<std::size_t>(m.size<rows>());
+    // the inputs disagree on k: small enough that the operands would move, were it right
+    const auto a = make<tensor_t<on_rows, double, i, k>>(m, mp::extents{i{} = 16, k{} = 4 * p}, 1);
+    const auto b = make<tensor_t<on_rows, double, k, j>>(m, mp::extents{k{} = 8 * p, j{} = 16}, 2);
+    m.counters().reset();
+    CHECK_THROWS_AS((mp::einsum<mp::shape<i, j>, mp::layout<mp::split<i, rows>>>(a, b)), mp::error);
+    CHECK_THROWS_AS((mp::einsum<mp::shape<i, j>, mp::layout<mp::split<j, rows>>>(a, b)), mp::error);
+    CHECK_THROWS_AS((mp::einsum<mp::shape<i, j>>(a, b)), mp::error);
+    // a requested split the ranks do not divide
+    const auto c = make<tensor_t<on_rows, double, k, j>>(m, mp::extents{k{} = 4 * p, j{} = 3}, 3);
+    if (p > 1) {
+      CHECK_THROWS_AS((mp::einsum<mp::shape<i, j>, mp::layout<mp::split<j, rows>>>(a, c)),
+                      mp::error);
+    }
+    bool silent = true;
+    for (std::size_t kind = 0; kind < mp::collective_kinds; ++kind)
+      silent = silent && m.counters().total(static_cast<mp::collective>(kind)).calls == 0;
+    CHECK_ALL_RANKS(silent);
+  }
+}

@@ -450,6 +450,22 @@ auto laid_out(X&& x) {
     return relayout<Rules>(x);
 }
 
+// check_operands<Shared>(a, b): the inputs live on one mesh and agree on the sizes of the
+// dims Shared they both have; else throws, on every rank alike, before any communication
+template <class Shared, class XA, class XB>
+void check_operands(const XA& a, const XB& b) {
+  if (!(*a.mesh_ptr() == *b.mesh_ptr()))
+    throw error("meshpp::einsum: the inputs live on different meshes");
+  for_each_index<Shared::rank>([&](auto i) {
+    using d = dim_at_t<Shared, i.value>;
+    if (a.template size<d>() != b.template size<d>()) {
+      throw error("meshpp::einsum: the inputs disagree on the size of dim '" +
+                  std::string(d::name()) + "': " + std::to_string(a.template size<d>()) + " and " +
+                  std::to_string(b.template size<d>()));
+    }
+  });
+}
+
 // einsum2<Out, OutRules>(a, b): the work of einsum<Out>(a, b) (OutRules void) or
 // einsum<Out, OutRules>(a, b), once the checks there have passed. With `deferred` (OutRules
 // void only), the final allreduce is left to the caller: the result holds partial sums over
@@ -466,15 +482,7 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
   using T = std::common_type_t<typename XA::value_type, typename XB::value_type>;
   using Mesh = typename XA::mesh_type;
   const Mesh& mesh = *a.mesh_ptr();
-  if (!(mesh == *b.mesh_ptr())) throw error("meshpp::einsum: the inputs live on different meshes");
-  for_each_index<plan::shared::rank>([&](auto i) {
-    using d = dim_at_t<typename plan::shared, i.value>;
-    if (a.template size<d>() != b.template size<d>()) {
-      throw error("meshpp::einsum: the inputs disagree on the size of dim '" +
-                  std::string(d::name()) + "': " + std::to_string(a.template size<d>()) + " and " +
-                  std::to_string(b.template size<d>()));
-    }
-  });
+  check_operands<typename plan::shared>(a, b);
 
   using result_t = tensor<T, Out, typename plan::out_layout, Mesh>;
   using L = typename plan::full_layout;
@@ -668,6 +676,9 @@ auto einsum(const A& a, const B& b) {
                   final_t::uninitialized);
     using gather = detail::operand_gather_plan<Out, OutRules, A, B>;
     if constexpr (gather::applies) {
+      // the inputs' sizes are checked before the operands move
+      detail::check_operands<typename gather::plan::shared>(detail::as_expression(a),
+                                                            detail::as_expression(b));
       const auto p = static_cast<std::size_t>(a.mesh().template size<typename gather::md>());
       if (gather::gathers_less(a, b, p)) {  // sizes only: the same choice on every rank
         return detail::einsum2<Out, OutRules>(
