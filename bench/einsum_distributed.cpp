@@ -1,8 +1,8 @@
 // einsum_distributed: distributed matrix products C[i, j] = sum_k A[i, k] B[k, j] of n x n
 // floats under the layouts a user picks, against ScaLAPACK's psgemm on the same global
 // matrices (when built with it: Debian's libscalapack-openmpi-dev) and against the physical
-// limit here, the single-core cblas_sgemm rate times the ranks (every rank runs an n^3 sgemm
-// at once; the limit is that time over the ranks).
+// limit here, the single-core cblas_sgemm rate times the ranks (every rank runs the whole
+// product's sgemm at once; the limit is that time over the ranks).
 //
 // Cases, on a 1-D mesh `all` of every rank (p ranks):
 //   replicated B         A[i/all, k]  x B[k, j]      -> C[i/all, j]   no communication
@@ -17,8 +17,8 @@
 // psgemm runs on a 1 x p and a p x 1 process grid (2-D: the mesh's grid), with square blocks
 // of n/p (one block per rank along the split dim) and of 256 and 64; the fastest of these
 // configurations in a first timing is the baseline, and the line names it. Its result is
-// compared once with meshpp's (max_abs_diff). meshpp and psgemm alternate, repetitions >= 5,
-// medians (bench.hpp). One JSON line per case.
+// compared once with meshpp's (max_abs_diff). meshpp, psgemm and the limit's sgemm alternate,
+// repetitions >= 5, medians (as bench.hpp's compare). One JSON line per case.
 //   mpiexec -n 2 build/bench/einsum_distributed [--n 2048 [--n 4096 ...]] [--two-dim-only]
 #include <meshpp/meshpp.hpp>
 
@@ -73,20 +73,39 @@ double max_over_ranks(const boost::mpi::communicator& comm, double mine) {
   return worst;
 }
 
-// The physical limit: every rank multiplies an m x k by a k x n matrix at once on its own
-// core; the slowest rank's time over the ranks is the time p cores need for that product.
-double sgemm_limit(const boost::mpi::communicator& comm, std::size_t m, std::size_t n,
-                   std::size_t k) {
-  global_t a = xt::ones<float>({m, k}), b = xt::ones<float>({k, n}), c({m, n});
-  auto once = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-                static_cast<int>(k), 1.0f, a.data(), static_cast<int>(k), b.data(),
-                static_cast<int>(n), 0.0f, c.data(), static_cast<int>(n));
-  };
-  bench::timed(comm, once);  // warm up
-  std::vector<double> t;
-  for (int r = 0; r < 5; ++r) t.push_back(bench::timed(comm, once));
-  return bench::median(t) / comm.size();
+// The physical limit: every rank multiplies the whole m x k by k x n at once on its own core
+// (sgemm_everywhere); the slowest rank's time over the ranks is the time p cores need for the
+// product. It is timed interleaved with meshpp and psgemm (interleaved below), so that load
+// from elsewhere falls on all three alike.
+struct sgemm_everywhere {
+  const global_t& a;
+  const global_t& b;
+  global_t c;
+  sgemm_everywhere(const global_t& a_, const global_t& b_)
+      : a(a_), b(b_), c(std::array<std::size_t, 2>{a_.shape()[0], b_.shape()[1]}) {}
+  void operator()() {
+    const int m = static_cast<int>(a.shape()[0]), k = static_cast<int>(a.shape()[1]),
+              n = static_cast<int>(b.shape()[1]);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a.data(), k, b.data(), n,
+                0.0f, c.data(), n);
+  }
+};
+
+// interleaved(comm, fs...): each of fs timed in turn (as bench::compare times two), warmed up,
+// repeated for about a second of the slowest, at least 5 times: the medians
+template <class... F>
+std::array<double, sizeof...(F)> interleaved(const boost::mpi::communicator& comm, F&... fs) {
+  double once = 0;
+  ((once = std::max(once, bench::timed(comm, fs))), ...);
+  const int reps = bench::reps_for(once, 1.0);
+  std::array<std::vector<double>, sizeof...(F)> t;
+  for (int r = 0; r < reps; ++r) {
+    std::size_t i = 0;
+    ((t[i++].push_back(bench::timed(comm, fs))), ...);
+  }
+  std::array<double, sizeof...(F)> medians{};
+  for (std::size_t i = 0; i < sizeof...(F); ++i) medians[i] = bench::median(t[i]);
+  return medians;
 }
 
 #ifdef MESHPP_BENCH_HAVE_SCALAPACK
@@ -206,12 +225,11 @@ void print(const boost::mpi::communicator& comm, const std::string& name,
   std::fflush(stdout);
 }
 
-// run_case(mesh, name, a, b, grids, product, limit): times product() (meshpp, returning C as
-// a tensor) against the fastest psgemm of `grids` on the same global A and B.
+// run_case(mesh, name, a, b, grids, product): times product() (meshpp, returning C as a
+// tensor) against the fastest psgemm of `grids` on the same global A and B, and the limit.
 template <class Mesh, class A, class B, class Product>
 void run_case(const Mesh& mesh, const std::string& name, const A& a, const B& b,
-              [[maybe_unused]] const std::vector<std::array<int, 2>>& grids, Product&& product,
-              double limit_s) {
+              [[maybe_unused]] const std::vector<std::array<int, 2>>& grids, Product&& product) {
   const auto& comm = mesh.world();
   const global_t ga = mp::gather(a), gb = mp::gather(b);
   const global_t want = mp::gather(product());
@@ -245,15 +263,18 @@ void run_case(const Mesh& mesh, const std::string& name, const A& a, const B& b,
   scalapack_product s(ga, gb, best.prow, best.pcol, best.mb);
   s.run();
   const double diff = max_over_ranks(comm, s.max_abs_diff(want));
-  const auto t = bench::compare(
-      comm, [&] { (void)product(); }, [&] { s.run(); }, 1.0);
-  print(comm, label, s.name(), t, limit_s, diff);
+  auto meshpp = [&] { (void)product(); };
+  auto psgemm = [&] { s.run(); };
+  sgemm_everywhere limit(ga, gb);
+  const auto t = interleaved(comm, meshpp, psgemm, limit);
+  print(comm, label, s.name(), {t[0], t[1]}, t[2] / comm.size(), diff);
 #else
   // No ScaLAPACK: the limit is the only baseline.
-  std::vector<double> t;
-  (void)product();
-  for (int r = 0; r < 5; ++r) t.push_back(bench::timed(comm, [&] { (void)product(); }));
-  print(comm, label, "sgemm x ranks (no ScaLAPACK)", {bench::median(t), limit_s}, limit_s, 0.0);
+  auto meshpp = [&] { (void)product(); };
+  sgemm_everywhere limit(ga, gb);
+  const auto t = interleaved(comm, meshpp, limit);
+  const double limit_s = t[1] / comm.size();
+  print(comm, label, "sgemm x ranks (no ScaLAPACK)", {t[0], limit_s}, limit_s, 0.0);
 #endif
 }
 
@@ -262,7 +283,6 @@ void one_dim_cases(std::size_t n) {
   const int p = world.size();
   const mesh1 mesh({p});
   const auto sizes = mp::extents{i{} = n, j{} = n, k{} = n};
-  const double limit = sgemm_limit(mesh.world(), n, n, n);
   const std::vector<std::array<int, 2>> grids{{1, p}, {p, 1}};
   using i_all = mp::layout<mp::split<i, all>>;
   using k_all = mp::layout<mp::split<k, all>>;
@@ -270,38 +290,31 @@ void one_dim_cases(std::size_t n) {
   {
     const auto a = mp::random_normal<tensor_t<mesh1, i_all, i, k>>(mesh, sizes, 1);
     const auto b = mp::random_normal<tensor_t<mesh1, mp::layout<>, k, j>>(mesh, sizes, 2);
-    run_case(
-        mesh, "A[i/all, k] B[k, j] -> C[i/all, j] (B replicated)", a, b, grids,
-        [&] { return mp::einsum<mp::shape<i, j>>(a, b); }, limit);
+    run_case(mesh, "A[i/all, k] B[k, j] -> C[i/all, j] (B replicated)", a, b, grids,
+             [&] { return mp::einsum<mp::shape<i, j>>(a, b); });
   }
   {
     const auto a = mp::random_normal<tensor_t<mesh1, k_all, i, k>>(mesh, sizes, 1);
     const auto b = mp::random_normal<tensor_t<mesh1, k_all, k, j>>(mesh, sizes, 2);
-    run_case(
-        mesh, "A[i, k/all] B[k/all, j] -> C[i/all, j] (reduce-scattered)", a, b, grids,
-        [&] { return mp::einsum<mp::shape<i, j>, i_all>(a, b); }, limit);
-    run_case(
-        mesh, "A[i, k/all] B[k/all, j] -> C[i, j/all] (reduce-scattered)", a, b, grids,
-        [&] { return mp::einsum<mp::shape<i, j>, j_all>(a, b); }, limit);
-    run_case(
-        mesh, "A[i, k/all] B[k/all, j] -> C[i, j] (allreduced)", a, b, grids,
-        [&] { return mp::einsum<mp::shape<i, j>>(a, b); }, limit);
+    run_case(mesh, "A[i, k/all] B[k/all, j] -> C[i/all, j] (reduce-scattered)", a, b, grids,
+             [&] { return mp::einsum<mp::shape<i, j>, i_all>(a, b); });
+    run_case(mesh, "A[i, k/all] B[k/all, j] -> C[i, j/all] (reduce-scattered)", a, b, grids,
+             [&] { return mp::einsum<mp::shape<i, j>, j_all>(a, b); });
+    run_case(mesh, "A[i, k/all] B[k/all, j] -> C[i, j] (allreduced)", a, b, grids,
+             [&] { return mp::einsum<mp::shape<i, j>>(a, b); });
   }
   {
     const auto a = mp::random_normal<tensor_t<mesh1, k_all, i, k>>(mesh, sizes, 1);
     const auto b = mp::random_normal<tensor_t<mesh1, j_all, k, j>>(mesh, sizes, 2);
-    run_case(
-        mesh, "A[i, k/all] B[k, j/all] -> C[i, j/all] (A allgathered)", a, b, grids,
-        [&] { return mp::einsum<mp::shape<i, j>>(mp::relayout<mp::layout<>>(a), b); }, limit);
+    run_case(mesh, "A[i, k/all] B[k, j/all] -> C[i, j/all] (A allgathered)", a, b, grids,
+             [&] { return mp::einsum<mp::shape<i, j>>(mp::relayout<mp::layout<>>(a), b); });
   }
   {  // a rank-k update (k = n/8): moving the operands sends fewer values than the partial sums
     const auto thin = mp::extents{i{} = n, j{} = n, k{} = n / 8};
     const auto a = mp::random_normal<tensor_t<mesh1, k_all, i, k>>(mesh, thin, 1);
     const auto b = mp::random_normal<tensor_t<mesh1, k_all, k, j>>(mesh, thin, 2);
-    run_case(
-        mesh, "A[i, k/all] B[k/all, j] -> C[i/all, j] (operands moved)", a, b, grids,
-        [&] { return mp::einsum<mp::shape<i, j>, i_all>(a, b); },
-        sgemm_limit(mesh.world(), n, n, n / 8));
+    run_case(mesh, "A[i, k/all] B[k/all, j] -> C[i/all, j] (operands moved)", a, b, grids,
+             [&] { return mp::einsum<mp::shape<i, j>, i_all>(a, b); });
   }
 }
 
@@ -311,14 +324,12 @@ void two_dim_cases(std::size_t n) {
   if (g[0] == 1 || g[1] == 1) return;  // not a 2-D mesh at this rank count
   const mesh2 mesh(g);
   const auto sizes = mp::extents{i{} = n, j{} = n, k{} = n};
-  const double limit = sgemm_limit(mesh.world(), n, n, n);
   using rules = mp::layout<mp::split<i, rows>, mp::split<k, cols>>;
   const auto a = mp::random_normal<tensor_t<mesh2, rules, i, k>>(mesh, sizes, 1);
   const auto b = mp::random_normal<tensor_t<mesh2, rules, k, j>>(mesh, sizes, 2);
   using out_rules = mp::layout<mp::split<i, rows>, mp::split<j, cols>>;
-  run_case(
-      mesh, "A[i/rows, k/cols] B[k/cols, j] -> C[i/rows, j/cols] (2-D, k split)", a, b,
-      {{g[0], g[1]}}, [&] { return mp::einsum<mp::shape<i, j>, out_rules>(a, b); }, limit);
+  run_case(mesh, "A[i/rows, k/cols] B[k/cols, j] -> C[i/rows, j/cols] (2-D, k split)", a, b,
+           {{g[0], g[1]}}, [&] { return mp::einsum<mp::shape<i, j>, out_rules>(a, b); });
 }
 
 }  // namespace
