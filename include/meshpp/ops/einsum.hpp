@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "meshpp/comm/collectives.hpp"
+#include "meshpp/comm/reduce_scatter_ring.hpp"
 #include "meshpp/core/blocks.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
@@ -152,12 +153,17 @@ gemm_operand<T> prepare(const X& x, const Mesh& m) {
   return g;
 }
 
+// gemm<T>(...): c = a b (accumulate false) or c += a b (true), row-major, a and b optionally
+// transposed
 template <class T>
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const T* a,
-          std::size_t lda, const T* b, std::size_t ldb, T* c, std::size_t ldc) {
+          std::size_t lda, const T* b, std::size_t ldb, T* c, std::size_t ldc,
+          bool accumulate = false) {
   if (m == 0 || n == 0) return;
   if (k == 0) {  // an empty sum: zeros (BLAS would reject the leading dimension 0)
-    for (std::size_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T{});
+    if (!accumulate) {
+      for (std::size_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T{});
+    }
     return;
   }
   const auto ta = trans_a ? CblasTrans : CblasNoTrans;
@@ -166,10 +172,10 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
              ik = static_cast<blasint>(k);
   if constexpr (std::is_same_v<T, float>) {
     cblas_sgemm(CblasRowMajor, ta, tb, im, in, ik, 1.0f, a, static_cast<blasint>(lda), b,
-                static_cast<blasint>(ldb), 0.0f, c, static_cast<blasint>(ldc));
+                static_cast<blasint>(ldb), accumulate ? 1.0f : 0.0f, c, static_cast<blasint>(ldc));
   } else if constexpr (std::is_same_v<T, double>) {
     cblas_dgemm(CblasRowMajor, ta, tb, im, in, ik, 1.0, a, static_cast<blasint>(lda), b,
-                static_cast<blasint>(ldb), 0.0, c, static_cast<blasint>(ldc));
+                static_cast<blasint>(ldb), accumulate ? 1.0 : 0.0, c, static_cast<blasint>(ldc));
   } else {  // no BLAS for this type: a plain triple loop
     for (std::size_t i = 0; i < m; ++i) {
       for (std::size_t j = 0; j < n; ++j) {
@@ -177,7 +183,7 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
         for (std::size_t p = 0; p < k; ++p) {
           sum += a[trans_a ? p * lda + i : i * lda + p] * b[trans_b ? j * ldb + p : p * ldb + j];
         }
-        c[i * ldc + j] = sum;
+        c[i * ldc + j] = accumulate ? T(c[i * ldc + j] + sum) : sum;
       }
     }
   }
@@ -201,6 +207,16 @@ void copy_permuted(const T* src, const std::array<std::size_t, From::rank>& from
     for (std::size_t j = 0; j < len; ++j) dest.ptr[j] = source.at(j);
   });
 }
+
+// sized{e}: extents e where an expression's size<D>() is expected (local_frame)
+template <class E>
+struct sized {
+  const E& sizes;
+  template <class D>
+  std::size_t size() const {
+    return sizes.template get<D>();
+  }
+};
 
 // einsum_sizes<Out>(a, b): the output's sizes, each from the input that has the dim
 template <class Out, class XA, class XB>
@@ -281,6 +297,175 @@ auto reduce_scatter_all(const X& x, layout<R, Rest...>*) {
   return reduce_scatter_all(reduce_scatter_along<R>(x), static_cast<layout<Rest...>*>(nullptr));
 }
 
+// ring_plan<Plan, Scatter, Out>: whether einsum<Out, OutRules> fuses its product with the
+// reduce_scatter (reduce_scatter_ring): exactly one output dim d is scattered, over mesh dim md,
+// and nothing else is allreduced; no batch dims; the output in gemm order ([M, N] or [N, M]),
+// and d the first of the M or of the N dims, so that block j of the output (d's stripe j) is
+// one gemm on a stripe of a's M rows or b's N columns, written as one run of memory.
+struct no_rule {
+  using tensor_dim = no_dim;
+  using mesh_dim = no_dim;
+};
+template <class L>
+struct single_rule {
+  static constexpr bool value = false;
+  using type = no_rule;
+};
+template <class R>
+struct single_rule<layout<R>> {
+  static constexpr bool value = true;
+  using type = R;
+};
+template <class S, class D>
+inline constexpr bool leads_v = [] {
+  if constexpr (S::rank == 0)
+    return false;
+  else
+    return std::is_same_v<dim_at_t<S, 0>, D>;
+}();
+template <class Plan, class Scatter, class Out>
+struct ring_plan {
+  using rule = typename single_rule<typename Scatter::rules>::type;
+  using dim = typename rule::tensor_dim;
+  using mesh_dim = typename rule::mesh_dim;
+  static constexpr bool along_m = leads_v<typename Plan::m, dim>;
+  static constexpr bool out_is_ct = std::is_same_v<Out, typename Plan::c_order_t>;
+  static constexpr bool applies = single_rule<typename Scatter::rules>::value &&
+                                  Scatter::allreduced::rank == 0 && Plan::batch::rank == 0 &&
+                                  (std::is_same_v<Out, typename Plan::c_order> || out_is_ct) &&
+                                  (along_m || leads_v<typename Plan::n, dim>);
+};
+
+// fused_with_reduce_scatter<Plan, Out, OutRules>(): einsum<Out, OutRules> takes ring_product
+template <class Plan, class Out, class OutRules>
+constexpr bool fused_with_reduce_scatter() {
+  if constexpr (std::is_void_v<OutRules>) {
+    return false;
+  } else {
+    using requested = layout_for_t<OutRules, Out>;
+    using sp =
+        scatter_plan<Out, typename Plan::out_layout, requested, typename Plan::summed_mesh_dims>;
+    return ring_plan<Plan, sp, Out>::applies;
+  }
+}
+
+// einsum_fuses_reduce_scatter_v<Out, OutRules, A, B>: einsum<Out, OutRules>(a, b) makes its
+// product block by block around the ring (ring_product), as the tests check
+template <class Out, class OutRules, class A, class B>
+inline constexpr bool einsum_fuses_reduce_scatter_v =
+    fused_with_reduce_scatter<einsum_plan<Out, typename A::shape_type, typename B::shape_type,
+                                          typename A::layout_type, typename B::layout_type>,
+                              Out, OutRules>();
+
+// ring_product<Ring, AlongM, OutIsCT>(mesh, ga, gb, m, n, k, out): the local product
+// (m x n, k summed) made block by block by the ring policy Ring (reduce_scatter_ring or
+// allreduce_ring), block j being stripe j of p of the flattened M (AlongM) or N: one gemm on a
+// stripe of a's M rows or of b's N columns, written as one run of memory in the output order
+// ([M, N], or [N, M] when OutIsCT). out: this member's block, or every block (allreduce_ring).
+//   [.., k/md] x [k/md, ..] |-> [d/md, ..]   a reduce_scatter over md fused with the gemms
+template <class Ring, bool AlongM, bool OutIsCT, class T, class Mesh>
+void ring_product(const Mesh& mesh, const gemm_operand<T>& ga, const gemm_operand<T>& gb,
+                  std::size_t m, std::size_t n, std::size_t k, std::span<T> out) {
+  const std::size_t p = Ring::members(mesh);
+  const std::size_t mb = AlongM ? m / p : m, nb = AlongM ? n : n / p;
+  const std::size_t lda = ga.transposed ? m : k;
+  const std::size_t ldb = gb.transposed ? k : n;
+  auto make = [&](std::size_t j, T* dst, bool accumulate) {
+    const T* aj = ga.data;
+    const T* bj = gb.data;
+    if constexpr (AlongM)
+      aj += ga.transposed ? j * mb : j * mb * k;
+    else
+      bj += gb.transposed ? j * nb * k : j * nb;
+    if constexpr (OutIsCT)  // C^T = B^T A^T
+      gemm<T>(!gb.transposed, !ga.transposed, nb, mb, k, bj, ldb, aj, lda, dst, mb, accumulate);
+    else
+      gemm<T>(ga.transposed, gb.transposed, mb, nb, k, aj, lda, bj, ldb, dst, nb, accumulate);
+  };
+  Ring::template run<T>(mesh, out, make);
+  mesh.counters().record_einsum(2ull * m * n * k);
+}
+
+// without_mesh_dim_t<M, L>: L without its rule onto mesh dim M, if any
+template <class M, class L>
+struct without_mesh_dim;
+template <class M, class... R>
+struct without_mesh_dim<M, layout<R...>> {
+  using type = decltype((
+      layout<>{} + ... +
+      std::conditional_t<std::is_same_v<typename R::mesh_dim, M>, layout<>, layout<R>>{}));
+};
+template <class M, class L>
+using without_mesh_dim_t = typename without_mesh_dim<M, L>::type;
+
+// operand_gather_plan<Out, OutRules, A, B>: the alternative to ring_product for the same einsum
+// when both inputs are tensors and nothing but contracted dims is summed: move the operands instead
+// of the partial sums. The contracted dim leaves mesh dim md and the scattered output dim d takes
+// it, in whichever input has d; the other input is gathered whole along md:
+//   [d, k/md] x [k/md, n] |-> [d/md, k] x [k, n]   alltoall of a, allgather of b over md
+// then a local product with no sum across ranks. Values sent per rank: (p-1)/p |a_local| +
+// (p-1) |b_local| (d in a; swap a and b when d is in b) against the ring's (p-1)/p |C_local|,
+// C the whole local partial product: moving the operands is chosen when it sends fewer
+// (a small contracted dim, e.g. a rank-k update).
+template <class Out, class OutRules, class A, class B>
+struct operand_gather_plan {
+  using plan = einsum_plan<Out, typename A::shape_type, typename B::shape_type,
+                           typename A::layout_type, typename B::layout_type>;
+  using scatter = scatter_plan<Out, typename plan::out_layout, layout_for_t<OutRules, Out>,
+                               typename plan::summed_mesh_dims>;
+  using ring = ring_plan<plan, scatter, Out>;
+  static constexpr bool applies = is_tensor_v<A> && is_tensor_v<B> && ring::applies &&
+                                  plan::a_only::rank == 0 && plan::b_only::rank == 0;
+  using md = typename ring::mesh_dim;
+  // moved_layout<X>: X's layout once moved (an alias template: formed only where applies)
+  template <class X>
+  using moved_layout = layout_for_t<
+      layout_merge_t<without_mesh_dim_t<md, typename X::layout_type>, layout<typename ring::rule>>,
+      typename X::shape_type>;
+  // gathers_less(a, b, p): moving the operands sends fewer values than the ring
+  static bool gathers_less(const A& a, const B& b, std::size_t p) {
+    const std::size_t moved = ring::along_m ? a.local().size() + p * b.local().size()
+                                            : b.local().size() + p * a.local().size();
+    std::size_t product = 1;  // the whole local partial product: p times the result's block
+    for_each_index<Out::rank>([&](auto i) {
+      using dim = dim_at_t<Out, i.value>;
+      if constexpr (contains_v<typename A::shape_type, dim>)
+        product *= a.local_shape()[index_of_v<typename A::shape_type, dim>];
+      else
+        product *= b.local_shape()[index_of_v<typename B::shape_type, dim>];
+    });
+    return moved < product;
+  }
+};
+
+// laid_out<Rules>(x): x itself (moved, not copied) when Rules lay it out as it is, else
+// relayout<Rules>(x)
+template <class Rules, class X>
+auto laid_out(X&& x) {
+  using Xt = std::remove_cvref_t<X>;
+  if constexpr (std::is_same_v<layout_for_t<Rules, typename Xt::shape_type>,
+                               typename Xt::layout_type>)
+    return Xt(std::forward<X>(x));
+  else
+    return relayout<Rules>(x);
+}
+
+// check_operands<Shared>(a, b): the inputs live on one mesh and agree on the sizes of the
+// dims Shared they both have; else throws, on every rank alike, before any communication
+template <class Shared, class XA, class XB>
+void check_operands(const XA& a, const XB& b) {
+  if (!(*a.mesh_ptr() == *b.mesh_ptr()))
+    throw error("meshpp::einsum: the inputs live on different meshes");
+  for_each_index<Shared::rank>([&](auto i) {
+    using d = dim_at_t<Shared, i.value>;
+    if (a.template size<d>() != b.template size<d>()) {
+      throw error("meshpp::einsum: the inputs disagree on the size of dim '" +
+                  std::string(d::name()) + "': " + std::to_string(a.template size<d>()) + " and " +
+                  std::to_string(b.template size<d>()));
+    }
+  });
+}
+
 // einsum2<Out, OutRules>(a, b): the work of einsum<Out>(a, b) (OutRules void) or
 // einsum<Out, OutRules>(a, b), once the checks there have passed. With `deferred` (OutRules
 // void only), the final allreduce is left to the caller: the result holds partial sums over
@@ -297,19 +482,14 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
   using T = std::common_type_t<typename XA::value_type, typename XB::value_type>;
   using Mesh = typename XA::mesh_type;
   const Mesh& mesh = *a.mesh_ptr();
-  if (!(mesh == *b.mesh_ptr())) throw error("meshpp::einsum: the inputs live on different meshes");
-  for_each_index<plan::shared::rank>([&](auto i) {
-    using d = dim_at_t<typename plan::shared, i.value>;
-    if (a.template size<d>() != b.template size<d>()) {
-      throw error("meshpp::einsum: the inputs disagree on the size of dim '" +
-                  std::string(d::name()) + "': " + std::to_string(a.template size<d>()) + " and " +
-                  std::to_string(b.template size<d>()));
-    }
-  });
+  check_operands<typename plan::shared>(a, b);
 
   using result_t = tensor<T, Out, typename plan::out_layout, Mesh>;
-  result_t out(mesh, einsum_sizes<Out>(a, b), result_t::uninitialized);
-
+  using L = typename plan::full_layout;
+  const auto out_sizes = einsum_sizes<Out>(a, b);
+  // Local group sizes, from the frame of the output order [batch, M, N] and of K.
+  const auto fr_c = local_frame<typename plan::c_order, layout_for_t<L, typename plan::c_order>>(
+      mesh, sized{out_sizes});
   // Dims in one input only, not in the output: summed out locally first (partial sums when
   // split; the final allreduce completes them).
   auto reduced_a = [&]() -> decltype(auto) {
@@ -331,7 +511,6 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
   const auto& ra = reduced_a();
   const auto& rb = reduced_b();
 
-  using L = typename plan::full_layout;
   auto ga = [&] {
     if constexpr (requires { ra.get(); })
       return prepare<typename plan::a_order, typename plan::a_order_t, L, T>(ra.get(), mesh);
@@ -345,9 +524,6 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
       return prepare<typename plan::b_order, typename plan::b_order_t, L, T>(rb, mesh);
   }();
 
-  // Local group sizes, from the frame of the output order [batch, M, N] and of K.
-  const auto fr_c = local_frame<typename plan::c_order, layout_for_t<L, typename plan::c_order>>(
-      mesh, as_expression(out));
   const std::size_t nb = product_of(fr_c, 0, plan::batch::rank);
   const std::size_t m = product_of(fr_c, plan::batch::rank, plan::m::rank);
   const std::size_t n = product_of(fr_c, plan::batch::rank + plan::m::rank, plan::n::rank);
@@ -358,46 +534,76 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
     for (std::size_t v : fr_k.extent) k *= v;
   }
 
-  constexpr bool out_is_c = std::is_same_v<Out, typename plan::c_order>;
-  constexpr bool out_is_ct = !out_is_c && std::is_same_v<Out, typename plan::c_order_t>;
-  scratch<T> c_buffer;  // overwritten whole by gemm
-  T* c = out.local().data();
-  if constexpr (!out_is_c && !out_is_ct) {
-    c_buffer.resize(nb * m * n);
-    c = c_buffer.data();
-  }
-  const std::size_t lda = ga.transposed ? m : k;
-  const std::size_t ldb = gb.transposed ? k : n;
-  for (std::size_t i = 0; i < nb; ++i) {
-    const T* ai = ga.data + i * m * k;
-    const T* bi = gb.data + i * k * n;
-    T* ci = c + i * m * n;
-    if constexpr (out_is_ct) {  // C^T = B^T A^T
-      gemm<T>(!gb.transposed, !ga.transposed, n, m, k, bi, ldb, ai, lda, ci, m);
-    } else {
-      gemm<T>(ga.transposed, gb.transposed, m, n, k, ai, lda, bi, ldb, ci, n);
-    }
-  }
-  if constexpr (!out_is_c && !out_is_ct) {
-    copy_permuted<typename plan::c_order, Out>(c, fr_c.extent, out.local().data());
-  }
-  mesh.counters().record_einsum(2ull * nb * m * n * k);
-
-  if constexpr (std::is_void_v<OutRules>) {
-    if (deferred) {
-      *deferred = mesh_mask_v<Mesh, typename plan::summed_mesh_dims>;
-      return out;
-    }
-    allreduce<over_t<typename plan::summed_mesh_dims>, op::sum>::run(
-        mesh, std::span(out.local().data(), out.local().size()));
-    return out;
-  } else {
+  if constexpr (fused_with_reduce_scatter<plan, Out, OutRules>()) {
+    // the product fused with its reduce_scatter: one gemm per block, summed around the ring
     using requested = layout_for_t<OutRules, Out>;
     using sp =
         scatter_plan<Out, typename plan::out_layout, requested, typename plan::summed_mesh_dims>;
-    allreduce<over_t<typename sp::allreduced>, op::sum>::run(
-        mesh, std::span(out.local().data(), out.local().size()));
-    return relayout<requested>(reduce_scatter_all(out, static_cast<typename sp::rules*>(nullptr)));
+    using Y =
+        tensor<T, Out,
+               layout_for_t<layout_merge_t<typename plan::out_layout, typename sp::rules>, Out>,
+               Mesh>;
+    using ring = ring_plan<plan, sp, Out>;
+    Y y(mesh, out_sizes, Y::uninitialized);
+    ring_product<reduce_scatter_ring<over<typename ring::mesh_dim>>, ring::along_m,
+                 ring::out_is_ct>(mesh, ga, gb, m, n, k,
+                                  std::span<T>(y.local().data(), y.local().size()));
+    return laid_out<requested>(std::move(y));
+  } else {
+    result_t out(mesh, out_sizes, result_t::uninitialized);
+    constexpr bool out_is_c = std::is_same_v<Out, typename plan::c_order>;
+    constexpr bool out_is_ct = !out_is_c && std::is_same_v<Out, typename plan::c_order_t>;
+    if constexpr (std::is_void_v<OutRules> && plan::batch::rank == 0 && (out_is_c || out_is_ct) &&
+                  plan::summed_mesh_dims::rank > 0) {
+      // the product fused with its allreduce: blocks of the output's outer dim summed around
+      // the ring, then allgathered, when they divide evenly (the same on every rank)
+      using ring = allreduce_ring<over_t<typename plan::summed_mesh_dims>>;
+      if (!deferred && (out_is_ct ? n : m) % ring::members(mesh) == 0) {
+        ring_product<ring, !out_is_ct, out_is_ct>(
+            mesh, ga, gb, m, n, k, std::span<T>(out.local().data(), out.local().size()));
+        return out;
+      }
+    }
+    scratch<T> c_buffer;  // overwritten whole by gemm
+    T* c = out.local().data();
+    if constexpr (!out_is_c && !out_is_ct) {
+      c_buffer.resize(nb * m * n);
+      c = c_buffer.data();
+    }
+    const std::size_t lda = ga.transposed ? m : k;
+    const std::size_t ldb = gb.transposed ? k : n;
+    for (std::size_t i = 0; i < nb; ++i) {
+      const T* ai = ga.data + i * m * k;
+      const T* bi = gb.data + i * k * n;
+      T* ci = c + i * m * n;
+      if constexpr (out_is_ct) {  // C^T = B^T A^T
+        gemm<T>(!gb.transposed, !ga.transposed, n, m, k, bi, ldb, ai, lda, ci, m);
+      } else {
+        gemm<T>(ga.transposed, gb.transposed, m, n, k, ai, lda, bi, ldb, ci, n);
+      }
+    }
+    if constexpr (!out_is_c && !out_is_ct) {
+      copy_permuted<typename plan::c_order, Out>(c, fr_c.extent, out.local().data());
+    }
+    mesh.counters().record_einsum(2ull * nb * m * n * k);
+
+    if constexpr (std::is_void_v<OutRules>) {
+      if (deferred) {
+        *deferred = mesh_mask_v<Mesh, typename plan::summed_mesh_dims>;
+        return out;
+      }
+      allreduce<over_t<typename plan::summed_mesh_dims>, op::sum>::run(
+          mesh, std::span(out.local().data(), out.local().size()));
+      return out;
+    } else {
+      using requested = layout_for_t<OutRules, Out>;
+      using sp =
+          scatter_plan<Out, typename plan::out_layout, requested, typename plan::summed_mesh_dims>;
+      allreduce<over_t<typename sp::allreduced>, op::sum>::run(
+          mesh, std::span(out.local().data(), out.local().size()));
+      return laid_out<requested>(
+          reduce_scatter_all(std::move(out), static_cast<typename sp::rules*>(nullptr)));
+    }
   }
 }
 
@@ -468,6 +674,18 @@ auto einsum(const A& a, const B& b) {
     (void)final_t(*detail::as_expression(a).mesh_ptr(),
                   detail::einsum_sizes<Out>(detail::as_expression(a), detail::as_expression(b)),
                   final_t::uninitialized);
+    using gather = detail::operand_gather_plan<Out, OutRules, A, B>;
+    if constexpr (gather::applies) {
+      // the inputs' sizes are checked before the operands move
+      detail::check_operands<typename gather::plan::shared>(detail::as_expression(a),
+                                                            detail::as_expression(b));
+      const auto p = static_cast<std::size_t>(a.mesh().template size<typename gather::md>());
+      if (gather::gathers_less(a, b, p)) {  // sizes only: the same choice on every rank
+        return detail::einsum2<Out, OutRules>(
+            relayout<typename gather::template moved_layout<A>>(a),
+            relayout<typename gather::template moved_layout<B>>(b));
+      }
+    }
     return detail::einsum2<Out, OutRules>(a, b);
   }
 }

@@ -1,0 +1,139 @@
+// meshpp/comm/reduce_scatter_ring.hpp — a reduce_scatter whose blocks are made as the ring
+// reaches them: each member adds its own part of a block straight onto the partial sum it
+// received, so no member ever holds all p partial blocks, and the sum costs no pass of its own.
+//
+//   reduce_scatter_ring<over<cols>>::run<T>(mesh, out, make)   out: this member's block
+//   allreduce_ring<over<cols>>::run<T>(mesh, out, make)        out: all p blocks; the ring,
+//                                                               then an allgather in place
+//     make(b, dst, accumulate): this member's part of block b written to dst (accumulate
+//     false) or added to what dst holds (true); a gemm with beta 0 or 1, in einsum
+//
+// [x_0, ..., x_{p-1}] made on demand on every member |-> member j holds the sum of x_j
+//
+// Ring schedule over the p members of the group (member r sends to r+1, receives from r-1):
+// at step t = 0 member r makes block (r - 1) mod p; at step t = 1 .. p-1 it receives the
+// partial sum of block (r - 1 - t) mod p from r-1, adds its own part of that block, and (for
+// t < p-1) passes it on; the last block it completes is its own, received straight into `out`.
+// So every member sends p-1 blocks and receives p-1 (one MPI_Sendrecv per step), the
+// bandwidth-optimal volume of a reduce_scatter, and is counted as one: p * block values,
+// (p-1) * block values' bytes sent. Each block's sum is taken in ring order, starting at the
+// member after its owner and ending at the owner: a fixed order for given mesh sizes.
+#pragma once
+
+#include <climits>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <utility>
+
+#include <mpi.h>
+#include <boost/mpi/communicator.hpp>
+#include <boost/mpi/datatype.hpp>
+
+#include "meshpp/comm/collectives.hpp"
+#include "meshpp/core/blocks.hpp"
+#include "meshpp/core/error.hpp"
+
+namespace meshpp {
+
+namespace detail {
+struct ring_sent {};      // staging<T, ring_sent>: the partial block this member passes on
+struct ring_received {};  // staging<T, ring_received>: the one it receives (more than 2 members)
+
+// ring_reduce_scatter<T>(comm, out, make): the ring of the header comment over `comm`, this
+// member's summed block into out; not counted (the callers count what they stand for)
+template <class T, class Make>
+void ring_reduce_scatter(const boost::mpi::communicator& comm, std::span<T> out, Make&& make) {
+  const std::size_t p = static_cast<std::size_t>(comm.size());
+  const std::size_t block = out.size();
+  if (p == 1) {
+    make(std::size_t{0}, out.data(), false);
+    return;
+  }
+  const std::size_t me = static_cast<std::size_t>(comm.rank());
+  const int right = static_cast<int>((me + 1) % p), left = static_cast<int>((me + p - 1) % p);
+  auto block_at = [&](std::size_t t) { return (me + 2 * p - 1 - t) % p; };
+  T* send = staging<T, ring_sent>(block);
+  T* recv = p > 2 ? staging<T, ring_received>(block) : nullptr;
+  make(block_at(0), send, false);
+  const MPI_Datatype type = boost::mpi::get_mpi_datatype<T>();
+  const int count = static_cast<int>(block);
+  constexpr int tag = 0x6d70;  // "mp": the group's point-to-point traffic of this kind
+  for (std::size_t t = 1; t < p; ++t) {
+    T* dst = t + 1 == p ? out.data() : recv;
+    check_mpi(MPI_Sendrecv(send, count, type, right, tag, dst, count, type, left, tag,
+                           MPI_Comm(comm), MPI_STATUS_IGNORE),
+              "MPI_Sendrecv");
+    make(block_at(t), dst, true);
+    if (t + 1 < p) std::swap(send, recv);
+  }
+}
+
+// check_block(block, what): one MPI call must carry a block (the same on every member)
+inline void check_block(std::size_t block, const char* what) {
+  if (block > static_cast<std::size_t>(INT_MAX)) {
+    throw error(std::string("meshpp::") + what + ": a block of " + std::to_string(block) +
+                " values is more than one MPI call can carry");
+  }
+}
+}  // namespace detail
+
+template <class Over>
+struct reduce_scatter_ring;
+// [x_0, ..., x_{p-1}] made on demand |-> member j holds the sum of x_j   (one reduce_scatter)
+template <class... Ms>
+struct reduce_scatter_ring<over<Ms...>> {
+  // members(mesh): p, the size of the group
+  template <class Mesh>
+  static std::size_t members(const Mesh& m) {
+    return static_cast<std::size_t>(detail::group_of<Mesh, Ms...>::comm(m).size());
+  }
+  // run<T>(mesh, out, make): out is this member's block (its size, every member's block size)
+  template <class T, class Mesh, class Make>
+  static void run(const Mesh& m, std::span<T> out, Make&& make) {
+    using g = detail::group_of<Mesh, Ms...>;
+    const auto& comm = g::comm(m);
+    const std::size_t p = static_cast<std::size_t>(comm.size());
+    detail::check_block(out.size(), "reduce_scatter_ring");
+    m.counters().record(collective::reduce_scatter, g::mask, p * out.size(),
+                        (p - 1) * detail::bytes<T>(out.size()));
+    detail::ring_reduce_scatter<T>(comm, out, make);
+  }
+};
+
+template <class Over>
+struct allreduce_ring;
+// [x_0, ..., x_{p-1}] made on demand |-> every member holds [sum x_0, ..., sum x_{p-1}]
+//   the ring above, then one MPI_Allgather in place: counted as one allreduce of p blocks
+template <class... Ms>
+struct allreduce_ring<over<Ms...>> {
+  // members(mesh): p, the size of the group
+  template <class Mesh>
+  static std::size_t members(const Mesh& m) {
+    return static_cast<std::size_t>(detail::group_of<Mesh, Ms...>::comm(m).size());
+  }
+  // run<T>(mesh, out, make): out holds p blocks, block j at out + j * out.size() / p
+  template <class T, class Mesh, class Make>
+  static void run(const Mesh& m, std::span<T> out, Make&& make) {
+    using g = detail::group_of<Mesh, Ms...>;
+    const auto& comm = g::comm(m);
+    const std::size_t p = static_cast<std::size_t>(comm.size());
+    const std::size_t block = out.size() / p;
+    if (block * p != out.size()) {
+      throw error("meshpp::allreduce_ring: " + std::to_string(out.size()) +
+                  " values do not split into blocks for the group size " + std::to_string(p));
+    }
+    detail::check_block(block, "allreduce_ring");
+    m.counters().record(collective::allreduce, g::mask, out.size(),
+                        2 * (p - 1) * detail::bytes<T>(out.size()) / p);
+    const std::size_t me = static_cast<std::size_t>(comm.rank());
+    detail::ring_reduce_scatter<T>(comm, out.subspan(me * block, block), make);
+    if (p == 1) return;
+    const MPI_Datatype type = boost::mpi::get_mpi_datatype<T>();
+    detail::check_mpi(MPI_Allgather(MPI_IN_PLACE, 0, type, out.data(), static_cast<int>(block),
+                                    type, MPI_Comm(comm)),
+                      "MPI_Allgather");
+  }
+};
+
+}  // namespace meshpp
