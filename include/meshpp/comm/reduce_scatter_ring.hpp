@@ -20,7 +20,7 @@
 // member after its owner and ending at the owner: a fixed order for given mesh sizes.
 #pragma once
 
-#include <climits>
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -28,8 +28,8 @@
 
 #include <mpi.h>
 #include <boost/mpi/communicator.hpp>
-#include <boost/mpi/datatype.hpp>
 
+#include "meshpp/comm/checked.hpp"
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/blocks.hpp"
 #include "meshpp/core/error.hpp"
@@ -56,24 +56,20 @@ void ring_reduce_scatter(const boost::mpi::communicator& comm, std::span<T> out,
   T* send = staging<T, ring_sent>(block);
   T* recv = p > 2 ? staging<T, ring_received>(block) : nullptr;
   make(block_at(0), send, false);
-  const MPI_Datatype type = boost::mpi::get_mpi_datatype<T>();
-  const int count = static_cast<int>(block);
-  constexpr int tag = 0x6d70;  // "mp": the group's point-to-point traffic of this kind
+  const MPI_Datatype type = mpi_type<T>();
+  const call_site site{"reduce_scatter (ring)", 0, {}, type_name<T>(), block};
+  constexpr int tag = 0x7267;  // "rg": the ring's blocks
   for (std::size_t t = 1; t < p; ++t) {
     T* dst = t + 1 == p ? out.data() : recv;
-    check_mpi(MPI_Sendrecv(send, count, type, right, tag, dst, count, type, left, tag,
-                           MPI_Comm(comm), MPI_STATUS_IGNORE),
-              "MPI_Sendrecv");
+    for (std::size_t at = 0; at < block;) {  // one call unless a block outgrows MPI's int
+      const std::size_t c = std::min(block - at, mpi_count_limit);
+      checked(MPI_Sendrecv(send + at, as_count(c), type, right, tag, dst + at, as_count(c), type,
+                           left, tag, MPI_Comm(comm), MPI_STATUS_IGNORE),
+              "MPI_Sendrecv", site);
+      at += c;
+    }
     make(block_at(t), dst, true);
     if (t + 1 < p) std::swap(send, recv);
-  }
-}
-
-// check_block(block, what): one MPI call must carry a block (the same on every member)
-inline void check_block(std::size_t block, const char* what) {
-  if (block > static_cast<std::size_t>(INT_MAX)) {
-    throw error(std::string("meshpp::") + what + ": a block of " + std::to_string(block) +
-                " values is more than one MPI call can carry");
   }
 }
 }  // namespace detail
@@ -94,9 +90,10 @@ struct reduce_scatter_ring<over<Ms...>> {
     using g = detail::group_of<Mesh, Ms...>;
     const auto& comm = g::comm(m);
     const std::size_t p = static_cast<std::size_t>(comm.size());
-    detail::check_block(out.size(), "reduce_scatter_ring");
     m.counters().record(collective::reduce_scatter, g::mask, p * out.size(),
                         (p - 1) * detail::bytes<T>(out.size()));
+    if (p > 1)
+      detail::before_collective(MPI_Comm(comm), g::template site<T>("reduce_scatter", p * out.size()));
     detail::ring_reduce_scatter<T>(comm, out, make);
   }
 };
@@ -123,16 +120,30 @@ struct allreduce_ring<over<Ms...>> {
       throw error("meshpp::allreduce_ring: " + std::to_string(out.size()) +
                   " values do not split into blocks for the group size " + std::to_string(p));
     }
-    detail::check_block(block, "allreduce_ring");
     m.counters().record(collective::allreduce, g::mask, out.size(),
                         2 * (p - 1) * detail::bytes<T>(out.size()) / p);
+    const auto site = g::template site<T>("allreduce", out.size());
+    if (p > 1) detail::before_collective(MPI_Comm(comm), site);
     const std::size_t me = static_cast<std::size_t>(comm.rank());
     detail::ring_reduce_scatter<T>(comm, out.subspan(me * block, block), make);
     if (p == 1) return;
-    const MPI_Datatype type = boost::mpi::get_mpi_datatype<T>();
-    detail::check_mpi(MPI_Allgather(MPI_IN_PLACE, 0, type, out.data(), static_cast<int>(block),
+    // the blocks' allgather in place: one call, or a piece of every block at a time through a
+    // type whose extent is the whole block
+    const MPI_Datatype type = detail::mpi_type<T>();
+    if (block <= detail::mpi_count_limit) {
+      detail::checked(MPI_Allgather(MPI_IN_PLACE, 0, type, out.data(), detail::as_count(block),
                                     type, MPI_Comm(comm)),
-                      "MPI_Allgather");
+                      "MPI_Allgather", site);
+      return;
+    }
+    for (std::size_t at = 0; at < block;) {
+      const std::size_t c = std::min(block - at, detail::mpi_count_limit);
+      const detail::strided_type piece(type, c, block);
+      detail::checked(MPI_Allgather(MPI_IN_PLACE, 0, type, out.data() + at, 1, piece.get(),
+                                    MPI_Comm(comm)),
+                      "MPI_Allgather", site);
+      at += c;
+    }
   }
 };
 
