@@ -12,8 +12,8 @@
 // The baseline is cblas_sgemm on 1024 x 1024 matrices (plus one narrower product for the
 // remainder), the model FLOPs divided among the ranks, every rank at once.
 //   mpiexec -n 2 build/bench/transformer --layout data [--batch 32] [--seq 128] ...
-// Prints the usual bench line plus tokens/s, the model FLOPs and their fraction of the sgemm
-// rate (baseline_s / meshpp_s).
+// Prints the usual bench line plus tokens/s, the model FLOPs, their fraction of the sgemm rate
+// (baseline_s / meshpp_s) and the model's parameters (bench/transformer_torch.py: PyTorch's).
 #include <cblas.h>
 
 #include <algorithm>
@@ -62,6 +62,18 @@ struct sgemm_flops {
   }
 };
 
+// parameter_count: what language_model::add_to hands an optimizer, counted (every variable's
+// global elements), for the JSON's "parameters" (bench/transformer_torch.py prints PyTorch's)
+struct parameter_count {
+  std::size_t total = 0;
+  template <class Variable>
+  void add(const Variable& v) {
+    std::size_t n = 1;
+    for (const auto extent : v.value().global_shape()) n *= extent;
+    total += n;
+  }
+};
+
 template <class Mesh>
 void bench_layout(const Mesh& mesh, const tx::options& o) {
   const std::size_t vocab_size = 64;  // the King James text's 63 characters, padded
@@ -69,6 +81,8 @@ void bench_layout(const Mesh& mesh, const tx::options& o) {
   const tx::language_model<Mesh> model(mesh, sizes, o);
   mp::adam opt(mp::adam_options{.learning_rate = 1e-3});
   model.add_to(opt);
+  parameter_count parameters;
+  model.add_to(parameters);
   using ids_t = typename tx::language_model<Mesh>::ids_t;
   std::uint64_t draw = 0;
   auto step = [&] {
@@ -95,9 +109,11 @@ void bench_layout(const Mesh& mesh, const tx::options& o) {
     std::printf(
         "{\"bench\": \"transformer\", \"case\": \"%s\", \"ranks\": %d, \"meshpp_s\": %.6e, "
         "\"baseline\": \"cblas_sgemm, same FLOPs\", \"baseline_s\": %.6e, \"time_ratio\": %.4f, "
-        "\"tokens_per_second\": %.1f, \"model_flops\": %.6e, \"fraction_of_sgemm\": %.4f}\n",
+        "\"tokens_per_second\": %.1f, \"model_flops\": %.6e, \"fraction_of_sgemm\": %.4f, "
+        "\"parameters\": %zu}\n",
         name.c_str(), mesh.world().size(), t.meshpp_s, t.baseline_s, t.meshpp_s / t.baseline_s,
-        static_cast<double>(o.batch * o.seq) / t.meshpp_s, model_flops, t.baseline_s / t.meshpp_s);
+        static_cast<double>(o.batch * o.seq) / t.meshpp_s, model_flops, t.baseline_s / t.meshpp_s,
+        parameters.total);
     std::fflush(stdout);
   }
 }
