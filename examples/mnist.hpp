@@ -179,6 +179,7 @@ void train(const Mesh& mesh, const mp::mnist_data& data, const options& o) {
 #else
   auto save = [](std::size_t) {};
 #endif
+  const std::size_t trained = total > done ? total - done : 0;  // steps this run takes
   std::vector<std::uint32_t> order;
   mesh.world().barrier();
   const auto start = std::chrono::steady_clock::now();
@@ -224,7 +225,7 @@ void train(const Mesh& mesh, const mp::mnist_data& data, const options& o) {
         "\"mesh\": \"%s\", \"steps\": %zu, \"batch\": %zu, \"optimizer\": \"%s\", "
         "\"examples_per_second\": %.1f}\n",
         accuracy, seconds, layout_name.c_str(), mesh.world().size(), mesh.describe().c_str(), total,
-        o.batch, o.optimizer.c_str(), static_cast<double>(total * o.batch) / seconds);
+        o.batch, o.optimizer.c_str(), static_cast<double>(trained * o.batch) / seconds);
   } else if (talk) {
     std::printf("test accuracy %.4f after %zu steps (%.1f s training, %s layout, %d ranks)\n",
                 accuracy, total, seconds, layout_name.c_str(), mesh.world().size());

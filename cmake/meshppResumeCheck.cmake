@@ -1,20 +1,21 @@
-# Run by CTest: the fixture's setup and its checks of examples/mnist --checkpoint / --resume.
+# Run by CTest: the fixture's setup and its checks of an example's --checkpoint / --resume
+# (examples/mnist, examples/transformer).
 #
 #   cmake -DMODE=full -DSAVE=<command;...> -DCOMMAND=<command;...> -DOUTPUT=<file>
-#         -P meshppMnistResumeCheck.cmake
+#         -P meshppResumeCheck.cmake
 #     runs SAVE (training that ends with saving the checkpoint) and COMMAND, the uninterrupted
 #     training to the end, and keeps COMMAND's output in OUTPUT; SAVE's losses must be the
 #     first of COMMAND's
 #   cmake -DMODE=resume -DCHECKPOINT=<file> -DCOPY=<file> -DCOMMAND=<command;...>
-#         -DOUTPUT=<file> -DCOUNT=<n> -P meshppMnistResumeCheck.cmake
+#         -DOUTPUT=<file> -DCOUNT=<n> -P meshppResumeCheck.cmake
 #     copies CHECKPOINT to COPY (the command resumes from COPY and saves there, so the
 #     checks do not change each other's start), resumes, and checks that its losses are the
 #     last COUNT of the uninterrupted run's, to 1e-4 relative
 include(${CMAKE_CURRENT_LIST_DIR}/meshppExampleOutput.cmake)
 
 if(MODE STREQUAL "full")
-  meshpp_run(SAVE mnist)
-  meshpp_run(COMMAND mnist)
+  meshpp_run(SAVE example)
+  meshpp_run(COMMAND example)
   file(WRITE ${OUTPUT} "${COMMAND_output}")
   meshpp_losses_of(saved "${SAVE_output}")
   meshpp_losses_of(all "${COMMAND_output}")
@@ -27,7 +28,7 @@ if(MODE STREQUAL "full")
 endif()
 
 file(COPY_FILE ${CHECKPOINT} ${COPY})
-meshpp_run(COMMAND mnist)
+meshpp_run(COMMAND example)
 file(READ ${OUTPUT} full)
 meshpp_losses_of(all "${full}")
 meshpp_losses_of(got "${COMMAND_output}")
