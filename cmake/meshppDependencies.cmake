@@ -22,8 +22,10 @@ find_dependency(ZLIB)
 # rank writes its own block of one file. MESHPP_HDF5_FOUND says whether it was found.
 # Found by hand rather than with FindHDF5, whose C component needs the C language enabled in
 # the project using meshpp: the header and library under hdf5/openmpi (Debian), hdf5/mpich or
-# plain (HDF5_ROOT), and H5pubconf.h saying H5_HAVE_PARALLEL.
-if(NOT TARGET meshpp_hdf5_library)
+# plain (HDF5_ROOT), and H5pubconf.h saying H5_HAVE_PARALLEL. -DMESHPP_WITH_HDF5=OFF: not looked for.
+if(DEFINED MESHPP_WITH_HDF5 AND NOT MESHPP_WITH_HDF5)
+  set(MESHPP_HDF5_FOUND FALSE)
+elseif(NOT TARGET meshpp_hdf5_library)
   find_path(MESHPP_HDF5_INCLUDE_DIR hdf5.h
     PATH_SUFFIXES hdf5/openmpi hdf5/mpich include/hdf5/openmpi
     HINTS ENV HDF5_ROOT ${HDF5_ROOT} PATHS /usr/include)

@@ -159,8 +159,8 @@ void train(const Mesh& mesh, const mp::mnist_data& data, const options& o) {
   // random state there is (the batch size fixes which examples a step takes)
   std::size_t done = 0;
   std::uint64_t seed = o.seed;
-  std::size_t batch_size = o.batch;
 #ifdef MESHPP_EXAMPLE_CHECKPOINTS
+  std::size_t batch_size = o.batch;
   mp::checkpoint state;
   state.add(net.w1, net.w2).add(*opt).add("step", done).add("seed", seed).add("batch", batch_size);
   if (o.resume) {

@@ -159,8 +159,8 @@ struct trainer {
     // the step are all the random state there is
     std::size_t done = 0;
     std::uint64_t seed = o.seed;
-    std::size_t batch_size = o.batch;
 #ifdef MESHPP_EXAMPLE_CHECKPOINTS
+    std::size_t batch_size = o.batch;
     mp::checkpoint state;
     model.add_to(state);
     state.add(*opt).add("step", done).add("seed", seed).add("batch", batch_size);
