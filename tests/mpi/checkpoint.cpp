@@ -1,7 +1,7 @@
 // Checkpoints (meshpp/io/checkpoint.hpp) at one rank count: tensors of four element types
 // (split, replicated, of no dims) and scalars saved under every layout of a 3-D mesh of the
 // ranks and loaded under every other, bit for bit against tensors generated from the global
-// index under the loading layout; Adam, SGD with momentum and Adafactor (factored, with m)
+// index under the loading layout; Adam, AdamW, SGD with momentum and Adafactor (factored, with m)
 // trained 3 steps under one layout, saved, loaded under another into a differently initialised
 // model, then 2 more steps on both: the variables equal bit for bit after loading and to 1e-5
 // after the steps (the optimizers' state came along); bad input fails on every rank with the
@@ -196,6 +196,9 @@ struct model {
 std::unique_ptr<mp::optimizer> make(const std::string& kind, model& net) {
   if (kind == "adam")
     return std::make_unique<mp::adam>(mp::adam_options{.learning_rate = 0.05}, net.w, net.b);
+  if (kind == "adamw")
+    return std::make_unique<mp::adamw>(
+        mp::adamw_options{.learning_rate = 0.05, .weight_decay = 0.1}, net.w, net.b);
   if (kind == "sgd")
     return std::make_unique<mp::sgd>(mp::sgd_options{.learning_rate = 0.05, .momentum = 0.9}, net.w,
                                      net.b);
@@ -218,7 +221,7 @@ TEST_CASE("optimizer state saved under one layout continues under another") {
   shared_dir dir;
   const auto shapes = layouts();
   const auto from = shapes.front(), to = shapes.back();  // e.g. replicated, then split
-  for (std::string kind : {"adam", "sgd", "adafactor"}) {
+  for (std::string kind : {"adam", "adamw", "sgd", "adafactor"}) {
     CAPTURE(kind);
     const mesh_t a(from), b(to);
     model first(a, 1);
