@@ -44,10 +44,11 @@
 // truncated, not a meshpp checkpoint, a dataset or attribute missing, a dim name, size or
 // element type that differs, another optimizer kind) by rank 0 alone, which opens it serially
 // and broadcasts what it found, so every rank throws the same meshpp::error naming the file,
-// the object and, for an HDF5 failure, the call and HDF5's own message. The data themselves
-// carry no checksum (HDF5's Fletcher-32 filter cannot be written in parallel by HDF5 1.10): a
-// flipped bit inside a dataset loads as a wrong value. A failure inside a collective write or
-// read (a disk failing mid-save) throws on the ranks that see it, like any I/O error in MPI-IO.
+// the object and, for an HDF5 failure, the call and HDF5's own message. Datasets are
+// contiguous, so the data carry no checksum (HDF5's Fletcher-32 filter needs chunked
+// datasets): a flipped bit inside a dataset loads as a wrong value. A failure inside a
+// collective write or read (a disk failing mid-save) throws on the ranks that see it, like
+// any I/O error in MPI-IO.
 //
 // Communication outside HDF5's own collectives: save broadcasts the temporary name (and a
 // problem with the directory) from rank 0, waits at a barrier after closing, and broadcasts
