@@ -303,6 +303,27 @@ TEST_CASE("bad input fails on every rank, naming the file, the object and the re
     CHECK(throws_everywhere([&] { load_into_target(dir / "cut.h5"); },
                             {"cut.h5", "H5Fopen failed", "truncated"}));
   }
+  SUBCASE("corrupt data") {
+    // four bytes inside /variables/matrix's data flipped: HDF5 opens the file and reads it
+    // without complaint; the checksum finds it
+    if (world().rank() == 0) {
+      std::filesystem::copy_file(good, dir / "flipped.h5");
+      const hid_t f = H5Fopen((dir / "flipped.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+      const hid_t d = H5Dopen2(f, "/variables/matrix", H5P_DEFAULT);
+      const haddr_t at = H5Dget_offset(d);
+      H5Dclose(d);
+      H5Fclose(f);
+      REQUIRE(at != HADDR_UNDEF);
+      std::fstream io(dir / "flipped.h5", std::ios::in | std::ios::out | std::ios::binary);
+      io.seekp(static_cast<std::streamoff>(at + 20));
+      io.write("\xa5\xa5\xa5\xa5", 4);
+    }
+    world().barrier();
+    CHECK(throws_everywhere([&] { load_into_target(dir / "flipped.h5"); },
+                            {"flipped.h5", "'/variables/matrix'",
+                             "the data do not match their checksum: the file is corrupt"}));
+    target = tensors(m, 100);  // it holds what was read
+  }
   SUBCASE("not a meshpp checkpoint") {
     // the h5 of another program: a valid HDF5 file without meshpp's format attribute
     if (world().rank() == 0) {

@@ -16,7 +16,8 @@
 //   /                       attributes format "meshpp checkpoint", format_version, mesh, ranks
 //   /variables/<name>       a dataset in the tensor's GLOBAL shape, its element type
 //                           (float32/64, int32/64, little-endian); attributes dims (the dim
-//                           names, in order), layout and mesh it was saved under (informational)
+//                           names, in order), layout and mesh it was saved under (informational),
+//                           checksum (of the global array: see block_checksum)
 //   /scalars                attributes: the program's scalars (int64 or float64)
 //   /optimizer              attributes kind ("adam", "sgd", ...), steps, the hyperparameters
 //   /optimizer/slots/<name> attribute updates (and factored: Adafactor); datasets m, v
@@ -44,15 +45,17 @@
 // truncated, not a meshpp checkpoint, a dataset or attribute missing, a dim name, size or
 // element type that differs, another optimizer kind) by rank 0 alone, which opens it serially
 // and broadcasts what it found, so every rank throws the same meshpp::error naming the file,
-// the object and, for an HDF5 failure, the call and HDF5's own message. Datasets are
-// contiguous, so the data carry no checksum (HDF5's Fletcher-32 filter needs chunked
-// datasets): a flipped bit inside a dataset loads as a wrong value. A failure inside a
-// collective write or read (a disk failing mid-save) throws on the ranks that see it, like
-// any I/O error in MPI-IO.
+// the object and, for an HDF5 failure, the call and HDF5's own message. The data themselves
+// are checked after they are read: each dataset carries a checksum of its global array (a
+// sum over its elements of a hash of global index and bits, so any layout recomputes it from
+// its own blocks, with one allreduce); a mismatch, a corrupt file, throws on every rank alike,
+// the tensor then holding what was read. A failure inside a collective write or read (a disk
+// failing mid-save) throws on the ranks that see it, like any I/O error in MPI-IO.
 //
 // Communication outside HDF5's own collectives: save broadcasts the temporary name (and a
-// problem with the directory) from rank 0, waits at a barrier after closing, and broadcasts
-// the result of the rename; load broadcasts rank 0's verdict on the file. All over the mesh's
+// problem with the directory) from rank 0, allreduces one 64-bit checksum per dataset, waits at
+// a barrier after closing, and broadcasts the result of the rename; load broadcasts rank 0's
+// verdict on the file and allreduces one checksum per dataset. All over the mesh's
 // communicator (mesh.world()).
 #pragma once
 
@@ -76,6 +79,7 @@
 #include <utility>
 #include <vector>
 
+#include <boost/mpi/collectives/all_reduce.hpp>
 #include <boost/mpi/collectives/broadcast.hpp>
 #include <boost/mpi/communicator.hpp>
 #include <boost/serialization/string.hpp>
@@ -519,6 +523,60 @@ inline std::string path_in(const std::string& group, std::string_view name) {
   return "/" + group + "/" + std::string(name);
 }
 
+// block_checksum(b): the sum, modulo 2^64, of a hash of (global linear index, bits) over the
+// elements of this rank's block when it is the block's writer (0 otherwise). Summed over the
+// ranks it is a function of the global array alone, whatever the layout and rank count: the
+// checksum a save stores with each dataset and a load recomputes from what it read.
+inline std::uint64_t block_checksum(const block_view& b) {
+  if (!b.writer) return 0;
+  const std::size_t rank = b.global_shape.size();
+  std::size_t count = 1;
+  for (auto e : b.local_shape) count *= static_cast<std::size_t>(e);
+  if (count == 0) return 0;
+  const bool wide = b.type == element_type::float64 || b.type == element_type::int64;
+  auto bits_at = [&](std::size_t k) -> std::uint64_t {
+    if (wide) {
+      std::uint64_t x;
+      std::memcpy(&x, static_cast<const char*>(b.data) + 8 * k, 8);
+      return x;
+    }
+    std::uint32_t x;
+    std::memcpy(&x, static_cast<const char*>(b.data) + 4 * k, 4);
+    return x;
+  };
+  auto hash = [](std::uint64_t index, std::uint64_t bits) {  // splitmix64 of both
+    std::uint64_t z = index * 0x9E3779B97F4A7C15ull + bits + 0x632BE59BD9B4E019ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  std::uint64_t sum = 0;
+  if (rank == 0) return hash(0, bits_at(0));
+  std::vector<std::uint64_t> stride(rank, 1), at(rank, 0);
+  for (std::size_t i = rank - 1; i-- > 0;) stride[i] = stride[i + 1] * b.global_shape[i + 1];
+  const std::uint64_t row = b.local_shape[rank - 1];
+  for (std::size_t k = 0; k < count; k += row) {
+    std::uint64_t index = 0;  // the global index of the row's first element
+    for (std::size_t i = 0; i < rank; ++i) index += (b.offsets[i] + at[i]) * stride[i];
+    for (std::uint64_t j = 0; j < row; ++j) sum += hash(index + j, bits_at(k + j));
+    for (std::size_t i = rank - 1; i-- > 0;) {  // next row: odometer over the other dims
+      if (++at[i] < b.local_shape[i]) break;
+      at[i] = 0;
+    }
+  }
+  return sum;
+}
+
+// global_checksum(comm, b): block_checksum summed over the ranks (one allreduce)
+inline std::int64_t global_checksum(const boost::mpi::communicator& comm, const block_view& b) {
+  const std::uint64_t mine = block_checksum(b);
+  std::uint64_t all = 0;
+  boost::mpi::all_reduce(comm, mine, all, std::plus<std::uint64_t>());
+  std::int64_t stored;
+  std::memcpy(&stored, &all, sizeof stored);  // an int64 attribute holds the 64 bits
+  return stored;
+}
+
 inline constexpr const char* format_name = "meshpp checkpoint";
 inline constexpr std::int64_t format_version = 1;
 
@@ -526,8 +584,8 @@ inline constexpr std::int64_t format_version = 1;
 // before any collective call, which throws what the walk itself would)
 class save_visitor final : public checkpoint_visitor {
  public:
-  save_visitor(hid_t file, std::string who, bool dry)
-      : file_(file), who_(std::move(who)), dry_(dry) {}
+  save_visitor(hid_t file, const boost::mpi::communicator& comm, std::string who, bool dry)
+      : file_(file), comm_(comm), who_(std::move(who)), dry_(dry) {}
   mode what() const override { return mode::save; }
 
   void enter(const std::string& group) override {
@@ -577,6 +635,7 @@ class save_visitor final : public checkpoint_visitor {
     handle memory = memory_space(b, b.writer, c);
     handle dxpl = collective_transfer(c);
     c.check(H5Dwrite(d, memory_type(b.type), memory, file_space, dxpl, b.data), "H5Dwrite");
+    write_attribute(d, "checksum", global_checksum(comm_, b), c);
     if (after_dataset_hook) after_dataset_hook(path);
   }
 
@@ -589,6 +648,7 @@ class save_visitor final : public checkpoint_visitor {
   }
 
   hid_t file_;
+  const boost::mpi::communicator& comm_;
   std::string who_;
   bool dry_;
   std::string group_name_;
@@ -666,6 +726,7 @@ class check_visitor final : public checkpoint_visitor {
       if (shape != b.global_shape)
         c.fail("has shape " + joined(shape) + " over dims " + joined(names) + ", the tensor " +
                joined(b.global_shape));
+      read_number<std::int64_t>(d, "checksum", context{who_, path + " attribute checksum"});
     });
   }
 
@@ -692,7 +753,8 @@ class check_visitor final : public checkpoint_visitor {
 // check found nothing wrong); each rank the hyperslab of its own block, collectively
 class load_visitor final : public checkpoint_visitor {
  public:
-  load_visitor(hid_t file, std::string who) : file_(file), who_(std::move(who)) {}
+  load_visitor(hid_t file, const boost::mpi::communicator& comm, std::string who)
+      : file_(file), comm_(comm), who_(std::move(who)) {}
   mode what() const override { return mode::load; }
 
   void enter(const std::string& group) override {
@@ -728,6 +790,11 @@ class load_visitor final : public checkpoint_visitor {
     handle memory = memory_space(b, true, c);
     handle dxpl = collective_transfer(c);
     c.check(H5Dread(d, memory_type(b.type), memory, file_space, dxpl, b.data), "H5Dread");
+    // the same verdict on every rank: the sum is allreduced, the attribute the same file's
+    if (global_checksum(comm_, b) != read_number<std::int64_t>(d, "checksum", c))
+      c.fail(
+          "the data do not match their checksum: the file is corrupt (the tensor now holds "
+          "what was read)");
   }
 
  private:
@@ -736,6 +803,7 @@ class load_visitor final : public checkpoint_visitor {
   }
 
   hid_t file_;
+  const boost::mpi::communicator& comm_;
   std::string who_;
   std::string group_name_;
   handle group_;
@@ -777,7 +845,8 @@ void save(const std::string& path, const Mesh& mesh, const checkpoint& ckpt) {
   const boost::mpi::communicator& comm = mesh.world();
   ckpt.validate(who);
   {
-    h5::save_visitor dry(H5I_INVALID_HID, who, true);  // throws what the walk would, everywhere
+    h5::save_visitor dry(H5I_INVALID_HID, comm, who,
+                         true);  // throws what the walk would, everywhere
     ckpt.walk(dry);
   }
   // rank 0 draws the temporary name (unique per job: its pid and the time) and checks the
@@ -809,7 +878,7 @@ void save(const std::string& path, const Mesh& mesh, const checkpoint& ckpt) {
     h5::write_attribute(file, "mesh", mesh.describe(), c);
     h5::write_attribute(file, "ranks", std::int64_t{comm.size()}, c);
     {
-      h5::save_visitor writer(file, who, false);  // holds a group open until its scope ends
+      h5::save_visitor writer(file, comm, who, false);  // holds a group open until its scope ends
       ckpt.walk(writer);
     }
     file.close(c, "H5Fclose");
@@ -872,7 +941,7 @@ void load(const std::string& path, const Mesh& mesh, checkpoint& ckpt) {
   h5::handle fapl = h5::parallel_access(comm, c);
   h5::handle file(c.check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), "H5Fopen"), H5Fclose);
   {
-    h5::load_visitor reader(file, who);  // holds a group open until its scope ends
+    h5::load_visitor reader(file, comm, who);  // holds a group open until its scope ends
     ckpt.walk(reader);
   }
   file.close(c, "H5Fclose");
