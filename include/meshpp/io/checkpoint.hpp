@@ -12,7 +12,8 @@
 // Needs parallel HDF5 (Debian's libhdf5-openmpi-dev) and the CMake target meshpp::hdf5;
 // meshpp/meshpp.hpp does not include this header, so the rest of meshpp builds without HDF5.
 //
-// The file (h5dump and h5py read it; README "Checkpoints" shows one):
+// The file (HDF5 1.8's format, with checksummed metadata; h5dump and h5py read it; README
+// "Checkpoints" shows one):
 //   /                       attributes format "meshpp checkpoint", format_version, mesh, ranks
 //   /variables/<name>       a dataset in the tensor's GLOBAL shape, its element type
 //                           (float32/64, int32/64, little-endian); attributes dims (the dim
@@ -511,6 +512,9 @@ inline handle memory_space(const block_view& b, bool selected, const context& c)
 inline handle parallel_access(const boost::mpi::communicator& comm, const context& c) {
   handle fapl(c.check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate"), H5Pclose);
   c.check(H5Pset_fapl_mpio(fapl, static_cast<MPI_Comm>(comm), MPI_INFO_NULL), "H5Pset_fapl_mpio");
+  // the file format of HDF5 1.8 (read by 1.8 and later): its superblock, object headers and
+  // heaps carry checksums, so a corrupt attribute or header is an error, not a wrong value
+  c.check(H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18), "H5Pset_libver_bounds");
   return fapl;
 }
 inline handle collective_transfer(const context& c) {
