@@ -137,9 +137,12 @@ TEST_CASE("tensors and scalars saved under one layout load under every other") {
     double rate = 0.125;
     std::uint32_t epoch = 3;
     bool flag = true;
+    mp::dropout_layer dropout(0.1, 5);
+    dropout.set_step(77);
     mp::checkpoint out;
     saved.add_to(out);
     out.add("step", step).add("rate", rate).add("epoch", epoch).add("flag", flag);
+    out.add("dropout", dropout);
     const std::string file = dir / "tensors.h5";
     mp::save(file, saving, out);
     for (const auto& to : shapes) {
@@ -151,9 +154,11 @@ TEST_CASE("tensors and scalars saved under one layout load under every other") {
       double rate2 = 0;
       std::uint32_t epoch2 = 0;
       bool flag2 = false;
+      mp::dropout_layer dropout2(0.1, 5);
       mp::checkpoint in;
       loaded.add_to(in);
       in.add("step", step2).add("rate", rate2).add("epoch", epoch2).add("flag", flag2);
+      in.add("dropout", dropout2);
       mp::load(file, loading, in);
       const tensors want(loading, 0);
       CHECK(all_ranks(same(loaded, want)));
@@ -161,6 +166,7 @@ TEST_CASE("tensors and scalars saved under one layout load under every other") {
       CHECK(rate2 == rate);
       CHECK(epoch2 == epoch);
       CHECK(flag2 == flag);
+      CHECK(dropout2.step() == 77);
     }
   }
   // a save leaves the file and nothing else (the temporary was renamed)

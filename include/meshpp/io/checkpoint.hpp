@@ -112,6 +112,16 @@ class checkpoint_visitor : public state_visitor {
 };
 }  // namespace detail
 
+namespace detail {
+// visit_count_of(v, name, stream): stream.step() as an integer, set back on load
+template <class Stream>
+void visit_count_of(state_visitor& v, const std::string& name, Stream& stream) {
+  auto step = stream.step();
+  visit_count(v, name, step);
+  if (v.what() == state_visitor::mode::load) stream.set_step(step);
+}
+}  // namespace detail
+
 /// @brief What a checkpoint holds: named tensors and variables, one optimizer, and scalars of
 /// the program, by reference (each must outlive the checkpoint's save() and load() calls;
 /// variables are held by handle, so a copy of one is the variable itself).
@@ -125,7 +135,8 @@ class checkpoint {
     return *this;
   }
 
-  // add(name, x): a variable, a tensor, or an integral or floating-point scalar, under `name`
+  // add(name, x): a variable, a tensor, an integral or floating-point scalar, or the position
+  // of a random stream (anything with step() and set_step(s), as dropout_layer), under `name`
   template <class X>
   requires(!std::is_base_of_v<optimizer, X>) checkpoint& add(std::string name, X& x) {
     if constexpr (detail::is_variable_v<std::remove_const_t<X>>) {
@@ -135,6 +146,11 @@ class checkpoint {
     } else if constexpr (std::is_integral_v<X>) {
       scalars_.push_back({std::move(name),
                           [&x](state_visitor& v, const std::string& n) { visit_count(v, n, x); }});
+    } else if constexpr (requires { x.set_step(x.step()); }) {
+      // a counter-based random stream's position (nn/dropout.hpp's dropout_layer): its step
+      scalars_.push_back({std::move(name), [&x](state_visitor& v, const std::string& n) {
+                            detail::visit_count_of(v, n, x);
+                          }});
     } else if constexpr (std::is_floating_point_v<X>) {
       scalars_.push_back({std::move(name), [&x](state_visitor& v, const std::string& n) {
                             double d = static_cast<double>(x);
@@ -144,7 +160,8 @@ class checkpoint {
     } else {
       static_assert(is_tensor_v<X> || offending::checkpoint_add_takes_tensors_and_scalars<X>,
                     "meshpp::checkpoint::add(name, x): x must be a meshpp::variable, a "
-                    "meshpp::tensor or a (non-const) integral or floating-point scalar");
+                    "meshpp::tensor, a (non-const) integral or floating-point scalar, or have "
+                    "step() and set_step()");
     }
     return *this;
   }
