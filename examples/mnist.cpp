@@ -14,6 +14,12 @@
 //   mpiexec -n 2 build/examples/mnist --layout data --epochs 5
 //   [--data DIR] [--optimizer adam|sgd] [--learning-rate X] [--batch 100] [--hidden 1024]
 //   [--steps N] [--log-every N] [--seed S] [--json]
+//   [--checkpoint FILE [--checkpoint-every N] [--resume]]
+//
+// Checkpoints (README "Checkpoints"; needs parallel HDF5): --checkpoint FILE saves the weights,
+// the optimizer's state and the step to FILE every N steps and at the end; --resume starts from
+// FILE, under any layout and rank count, and goes on to the same --steps or --epochs total: the
+// losses are those of an uninterrupted run.
 //
 // Data: MNIST-format IDX files (gzip or raw) in DIR, by default Debian's dataset-fashion-mnist
 // (/usr/share/datasets/fashion-mnist). Every rank reads them; each builds only its own slice of
@@ -63,11 +69,18 @@ options parse(int argc, char** argv) {
       o.seed = args.count();
     else if (a == "--json")
       o.json = true;
+    else if (a == "--checkpoint")
+      o.checkpoint = args.text();
+    else if (a == "--checkpoint-every")
+      o.checkpoint_every = args.count();
+    else if (a == "--resume")
+      o.resume = true;
     else if (a == "--help") {
       std::printf(
           "usage: mnist [--data DIR] [--layout data|model|data+model] [--optimizer adam|sgd]\n"
           "             [--learning-rate X] [--batch B] [--hidden H] [--epochs E] [--steps N]\n"
-          "             [--log-every N] [--seed S] [--json]\n");
+          "             [--log-every N] [--seed S] [--json]\n"
+          "             [--checkpoint FILE [--checkpoint-every N] [--resume]]\n");
       std::exit(0);
     } else {
       args.unknown();
@@ -79,6 +92,13 @@ options parse(int argc, char** argv) {
     throw mp::error("mnist: --optimizer must be adam or sgd, not '" + o.optimizer + "'");
   if (o.batch == 0 || o.hidden == 0 || o.log_every == 0)
     throw mp::error("mnist: --batch, --hidden and --log-every must be positive");
+  if ((o.resume || o.checkpoint_every) && o.checkpoint.empty())
+    throw mp::error("mnist: --resume and --checkpoint-every need --checkpoint FILE");
+#ifndef MESHPP_EXAMPLE_CHECKPOINTS
+  if (!o.checkpoint.empty())
+    throw mp::error(
+        "mnist: built without parallel HDF5 (Debian: libhdf5-openmpi-dev): no --checkpoint");
+#endif
   return o;
 }
 

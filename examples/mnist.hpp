@@ -3,6 +3,9 @@
 #pragma once
 
 #include <meshpp/meshpp.hpp>
+#ifdef MESHPP_EXAMPLE_CHECKPOINTS
+#include <meshpp/io/checkpoint.hpp>  // parallel HDF5 (CMake target meshpp::hdf5)
+#endif
 
 #include <array>
 #include <chrono>
@@ -36,6 +39,9 @@ struct options {
   std::size_t log_every = 100;
   std::uint64_t seed = 1;
   bool json = false;
+  std::string checkpoint;            // a file: saved every checkpoint_every steps and at the end
+  std::size_t checkpoint_every = 0;  // 0: at the end only
+  bool resume = false;               // start from the checkpoint (any layout, any rank count)
 };
 
 // The order of the training examples in each epoch: a Fisher-Yates shuffle driven by a
@@ -148,13 +154,39 @@ void train(const Mesh& mesh, const mp::mnist_data& data, const options& o) {
   const std::size_t n = data.train_labels.dims[0];
   const std::size_t per_epoch = n / o.batch;
   const std::size_t total = o.steps ? o.steps : per_epoch * o.epochs;
+  // the training state: the weights, the optimizer, the steps done; the data order and the
+  // weights' initial values are functions of the seed, so the seed and the step are all the
+  // random state there is (the batch size fixes which examples a step takes)
+  std::size_t done = 0;
+  std::uint64_t seed = o.seed;
+#ifdef MESHPP_EXAMPLE_CHECKPOINTS
+  std::size_t batch_size = o.batch;
+  mp::checkpoint state;
+  state.add(net.w1, net.w2).add(*opt).add("step", done).add("seed", seed).add("batch", batch_size);
+  if (o.resume) {
+    mp::load(o.checkpoint, mesh, state);  // every rank alike: a bad file is an error everywhere
+    if (batch_size != o.batch)
+      throw mp::error("mnist: " + o.checkpoint + " was trained with --batch " +
+                      std::to_string(batch_size) + ", not " + std::to_string(o.batch));
+    if (talk && !o.json)
+      std::printf("resumed from %s after step %zu (seed %llu)\n", o.checkpoint.c_str(), done,
+                  static_cast<unsigned long long>(seed));
+  }
+  auto save = [&](std::size_t step) {
+    done = step;
+    mp::save(o.checkpoint, mesh, state);
+  };
+#else
+  auto save = [](std::size_t) {};
+#endif
+  const std::size_t trained = total > done ? total - done : 0;  // steps this run takes
   std::vector<std::uint32_t> order;
   mesh.world().barrier();
   const auto start = std::chrono::steady_clock::now();
   auto last = start;
-  for (std::size_t step = 1; step <= total; ++step) {
+  for (std::size_t step = done + 1; step <= total; ++step) {
     const std::size_t epoch = (step - 1) / per_epoch, in_epoch = (step - 1) % per_epoch;
-    if (in_epoch == 0) order = epoch_order(n, o.seed, epoch);
+    if (in_epoch == 0 || order.empty()) order = epoch_order(n, seed, epoch);
     const std::uint32_t* at = order.data() + in_epoch * o.batch;
     const auto x = net.images(data.train_images, at);
     const auto y = net.labels(data.train_labels, at);
@@ -179,6 +211,9 @@ void train(const Mesh& mesh, const mp::mnist_data& data, const options& o) {
       }
       std::fflush(stdout);
     }
+    if (!o.checkpoint.empty() &&
+        ((o.checkpoint_every && step % o.checkpoint_every == 0) || step == total))
+      save(step);
   }
   mesh.world().barrier();
   const double seconds =
@@ -190,7 +225,7 @@ void train(const Mesh& mesh, const mp::mnist_data& data, const options& o) {
         "\"mesh\": \"%s\", \"steps\": %zu, \"batch\": %zu, \"optimizer\": \"%s\", "
         "\"examples_per_second\": %.1f}\n",
         accuracy, seconds, layout_name.c_str(), mesh.world().size(), mesh.describe().c_str(), total,
-        o.batch, o.optimizer.c_str(), static_cast<double>(total * o.batch) / seconds);
+        o.batch, o.optimizer.c_str(), static_cast<double>(trained * o.batch) / seconds);
   } else if (talk) {
     std::printf("test accuracy %.4f after %zu steps (%.1f s training, %s layout, %d ranks)\n",
                 accuracy, total, seconds, layout_name.c_str(), mesh.world().size());

@@ -18,7 +18,14 @@
 //   [--batch 32] [--steps 3000] [--warmup 100] [--learning-rate 2e-3] [--optimizer adam|sgd]
 //   [--eval-windows 512] [--validation-block 16384] [--prompt TEXT] [--sample-length 200]
 //   [--temperature 0.8] [--seed 1]
-//   [--log-every 50] [--json]
+//   [--log-every 50] [--json] [--checkpoint FILE [--checkpoint-every N] [--resume]]
+//   [--stop-after N]
+//
+// Checkpoints (README "Checkpoints"; needs parallel HDF5): --checkpoint FILE saves every
+// variable, the optimizer's state and the step to FILE every N steps and at the end; --resume
+// starts from FILE, under any layout and rank count, and goes on to the same --steps.
+// --stop-after N ends the run after step N of the --steps schedule (saving first), as a job
+// preempted there would: the learning rate follows --steps, so a shorter --steps would not do.
 //
 // Data: any UTF-8 text (--data), by default the King James Bible that the build writes from
 // Debian's bible-kjv-text (build/data/kjv.txt); 5% is held out for validation, every 20th block
@@ -70,6 +77,10 @@ options parse(int argc, char** argv) {
     else if (a == "--seed") o.seed = args.count();
     else if (a == "--log-every") o.log_every = args.count();
     else if (a == "--json") o.json = true;
+    else if (a == "--checkpoint") o.checkpoint = args.text();
+    else if (a == "--checkpoint-every") o.checkpoint_every = args.count();
+    else if (a == "--resume") o.resume = true;
+    else if (a == "--stop-after") o.stop_after = args.count();
     else if (a == "--help") {
       std::printf(
           "usage: transformer [--layout data|model|data+model] [--data FILE] [--layers N]\n"
@@ -77,7 +88,8 @@ options parse(int argc, char** argv) {
           "                   [--steps N] [--warmup N] [--learning-rate X] [--optimizer adam|sgd]\n"
           "                   [--eval-windows N] [--validation-block N] [--prompt TEXT]\n"
           "                   [--sample-length N] [--temperature X] [--seed S] [--log-every N]\n"
-          "                   [--json]\n");
+          "                   [--json] [--checkpoint FILE [--checkpoint-every N] [--resume]]\n"
+          "                   [--stop-after N]\n");
       std::exit(0);
     } else {
       args.unknown();
@@ -96,6 +108,13 @@ options parse(int argc, char** argv) {
   if (o.d_model % o.heads != 0)
     throw mp::error("transformer: --d-model (" + std::to_string(o.d_model) +
                     ") must be a multiple of --heads (" + std::to_string(o.heads) + ")");
+  if ((o.resume || o.checkpoint_every) && o.checkpoint.empty())
+    throw mp::error("transformer: --resume and --checkpoint-every need --checkpoint FILE");
+#ifndef MESHPP_EXAMPLE_CHECKPOINTS
+  if (!o.checkpoint.empty())
+    throw mp::error(
+        "transformer: built without parallel HDF5 (Debian: libhdf5-openmpi-dev): no --checkpoint");
+#endif
   if (!(o.learning_rate > 0)) throw mp::error("transformer: --learning-rate must be positive");
   if (!(o.temperature > 0)) throw mp::error("transformer: --temperature must be positive");
   if (o.warmup >= o.steps && o.steps > 0) o.warmup = o.steps / 10;

@@ -56,6 +56,10 @@ struct options {
   double temperature = 0.8;
   std::uint64_t seed = 1;
   bool json = false;
+  std::string checkpoint;            // a file: saved every checkpoint_every steps and at the end
+  std::size_t checkpoint_every = 0;  // 0: at the end only
+  bool resume = false;               // start from the checkpoint (any layout, any rank count)
+  std::size_t stop_after = 0;        // > 0: stop after this step (saving first), as if preempted
 };
 
 using dims = mp::nn::transformer_dims<length, memory_length, d_model, heads, d_k, d_v, d_ff>;

@@ -6,6 +6,10 @@
 
 #include "transformer.hpp"
 
+#ifdef MESHPP_EXAMPLE_CHECKPOINTS
+#include <meshpp/io/checkpoint.hpp>  // parallel HDF5 (CMake target meshpp::hdf5)
+#endif
+
 namespace transformer_example {
 
 // splitmix64 draw number i of the stream keyed by seed, as a double in [0, 1)
@@ -150,12 +154,39 @@ struct trainer {
     const auto opt = make_optimizer();
     const bool talk = mesh.rank() == 0;
     const std::size_t window = o.seq + 1;
+    // the training state: every variable, the optimizer, the steps done; the windows and the
+    // initial weights are functions of the seed (and the model has no dropout), so the seed and
+    // the step are all the random state there is
+    std::size_t done = 0;
+    std::uint64_t seed = o.seed;
+#ifdef MESHPP_EXAMPLE_CHECKPOINTS
+    std::size_t batch_size = o.batch;
+    mp::checkpoint state;
+    model.add_to(state);
+    state.add(*opt).add("step", done).add("seed", seed).add("batch", batch_size);
+    if (o.resume) {
+      mp::load(o.checkpoint, mesh, state);  // every rank alike: a bad file is an error everywhere
+      if (batch_size != o.batch)
+        throw mp::error("transformer: " + o.checkpoint + " was trained with --batch " +
+                        std::to_string(batch_size) + ", not " + std::to_string(o.batch));
+      if (talk && !o.json)
+        std::printf("resumed from %s after step %zu\n", o.checkpoint.c_str(), done);
+    }
+    auto save = [&](std::size_t step) {
+      done = step;
+      mp::save(o.checkpoint, mesh, state);
+    };
+#else
+    auto save = [](std::size_t) {};
+#endif
+    const std::size_t first = done + 1;  // the first step this run takes
     mesh.world().barrier();
     const auto start = std::chrono::steady_clock::now();
     auto last = start;
-    for (std::size_t step = 1; step <= o.steps; ++step) {
+    std::size_t trained = 0;
+    for (std::size_t step = first; step <= o.steps; ++step) {
       const auto starts =
-          mp::window_starts(text.train_ids.size(), window, o.batch, o.seed, step);
+          mp::window_starts(text.train_ids.size(), window, o.batch, seed, step);
       const auto ids = window_ids(starts, 0);
       const auto targets = window_ids(starts, 1);
       auto loss = model.loss(ids, targets);
@@ -178,6 +209,12 @@ struct trainer {
         }
         std::fflush(stdout);
       }
+      ++trained;
+      const bool stop = step == o.stop_after;
+      if (!o.checkpoint.empty() &&
+          ((o.checkpoint_every && step % o.checkpoint_every == 0) || step == o.steps || stop))
+        save(step);
+      if (stop) break;
     }
     mesh.world().barrier();
     const double seconds =
@@ -191,12 +228,12 @@ struct trainer {
           "%s, \"steps\": %zu, \"batch\": %zu, \"seq\": %zu, \"tokens_per_second\": %.1f, "
           "\"sample\": %s}\n",
           bpc, seconds, o.layout.c_str(), mesh.world().size(),
-          json_string(mesh.describe()).c_str(), o.steps, o.batch, o.seq,
-          static_cast<double>(o.steps * o.batch * o.seq) / seconds,
+          json_string(mesh.describe()).c_str(), first - 1 + trained, o.batch, o.seq,
+          static_cast<double>(trained * o.batch * o.seq) / seconds,
           json_string(o.prompt + text_out).c_str());
     } else if (talk) {
       std::printf("validation %.4f bits/char after %zu steps (%.1f s training, %s layout, %d ranks)\n",
-                  bpc, o.steps, seconds, o.layout.c_str(), mesh.world().size());
+                  bpc, first - 1 + trained, seconds, o.layout.c_str(), mesh.world().size());
       std::printf("sample: %s%s\n", o.prompt.c_str(), text_out.c_str());
     }
     std::fflush(stdout);

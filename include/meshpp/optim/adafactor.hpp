@@ -77,6 +77,21 @@ struct adafactor_options {
   std::size_t min_dim_size_to_factor = 128;            // R and C must both be this large
 };
 
+// visit_hyperparameters(v, o): for checkpoints (io/state.hpp)
+inline void visit_hyperparameters(state_visitor& v, adafactor_options& o) {
+  v.kind("adafactor");
+  v.optional_number("learning_rate", o.learning_rate);
+  v.number("beta1", o.beta1);
+  v.optional_number("decay_rate", o.decay_rate);
+  v.number("decay_exponent", o.decay_exponent);
+  v.optional_number("clipping_threshold", o.clipping_threshold);
+  visit_flag(v, "multiply_by_parameter_scale", o.multiply_by_parameter_scale);
+  visit_flag(v, "factored", o.factored);
+  v.number("epsilon1", o.epsilon1);
+  v.number("epsilon2", o.epsilon2);
+  visit_count(v, "min_dim_size_to_factor", o.min_dim_size_to_factor);
+}
+
 namespace detail {
 
 // check_options(o): throws meshpp::error naming a hyperparameter out of range
@@ -191,6 +206,23 @@ class adafactor_slot final : public slot<Tensor> {
     apply(p, o, [&](auto&& sink) {
       for (std::size_t i = 0; i < n; ++i) sink(i, scale * (gp[i] * (T(1) / std::sqrt(v[i]))));
     });
+  }
+
+  // the count of updates, whether factored, and the statistics that exist: v_r and v_c
+  // (factored) or v, and m (beta1 > 0)
+  void visit_state(state_visitor& v) override {
+    v.integer("updates", t_);
+    visit_flag(v, "factored", factored_);
+    if constexpr (Tensor::rank >= 2) {
+      using F = adafactor_factors<Tensor>;
+      const Tensor& p = this->parameter();
+      visit_optional_tensor(v, "v_r", factors_.v_r,
+                            [&] { return typename F::row_stats(p.mesh(), p.sizes()); });
+      visit_optional_tensor(v, "v_c", factors_.v_c,
+                            [&] { return typename F::col_stats(p.mesh(), p.sizes()); });
+    }
+    visit_optional_tensor(v, "v", v_, [&] { return this->zeros_like_parameter(); });
+    visit_optional_tensor(v, "m", m_, [&] { return this->zeros_like_parameter(); });
   }
 
  private:

@@ -51,6 +51,23 @@ struct adamw_options {
   double weight_decay = 0.01;
 };
 
+// visit_hyperparameters(v, o): for checkpoints (io/state.hpp)
+inline void visit_hyperparameters(state_visitor& v, adam_options& o) {
+  v.kind("adam");
+  v.number("learning_rate", o.learning_rate);
+  v.number("beta1", o.beta1);
+  v.number("beta2", o.beta2);
+  v.number("epsilon", o.epsilon);
+}
+inline void visit_hyperparameters(state_visitor& v, adamw_options& o) {
+  v.kind("adamw");
+  v.number("learning_rate", o.learning_rate);
+  v.number("beta1", o.beta1);
+  v.number("beta2", o.beta2);
+  v.number("epsilon", o.epsilon);
+  v.number("weight_decay", o.weight_decay);
+}
+
 namespace detail {
 
 // check_adam_options(who, o): throws meshpp::error naming a hyperparameter out of range
@@ -105,6 +122,13 @@ class adam_slot final : public slot<Tensor> {
         },
         this->parameter().local().data(), std::as_const(this->gradient().local()).data(),
         m_->local().data(), v_->local().data());
+  }
+
+  // the count of updates and the two moments (absent before the first update)
+  void visit_state(state_visitor& v) override {
+    v.integer("updates", t_);
+    visit_optional_tensor(v, "m", m_, [&] { return this->zeros_like_parameter(); });
+    visit_optional_tensor(v, "v", v_, [&] { return this->zeros_like_parameter(); });
   }
 
  private:

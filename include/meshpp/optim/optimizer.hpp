@@ -35,7 +35,9 @@
 // Writing a new optimizer: an options struct with a `double learning_rate`, a slot template
 // `template <class Tensor, class Options> class my_slot : public detail::slot<Tensor>`
 // overriding update(), and `class my_opt : public basic_optimizer<my_options, my_slot>`
-// (optim/sgd.hpp is the shortest example).
+// (optim/sgd.hpp is the shortest example). For checkpoints (io/checkpoint.hpp), the slot also
+// overrides visit_state(state_visitor&) and the options get a visit_hyperparameters(v, o)
+// found by argument-dependent lookup; without them saving such an optimizer is an error.
 #pragma once
 
 #include <array>
@@ -57,6 +59,7 @@
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/lanes.hpp"
 #include "meshpp/core/tensor.hpp"
+#include "meshpp/io/state.hpp"
 
 namespace meshpp {
 
@@ -109,6 +112,12 @@ class slot_base {
   // update(): the optimizer's rule, from grad() into value() and the state
   virtual void update() = 0;
   virtual void clear_grad() = 0;
+  // visit_state(v): a checkpoint's walk over the state (io/state.hpp); the default is for
+  // slots written before checkpoints: an error naming the variable, on every rank alike
+  virtual void visit_state(state_visitor&) {
+    throw error("meshpp::checkpoint: the optimizer slot of variable '" + name() +
+                "' does not save its state (its slot does not override visit_state)");
+  }
 };
 
 /// @brief The part of a slot that depends on the tensor type alone: the variable.
@@ -201,8 +210,28 @@ class optimizer {
   virtual double learning_rate() const = 0;
   virtual void set_learning_rate(double rate) = 0;
 
+  // For checkpoints (io/checkpoint.hpp), which walk the state with a state_visitor:
+  // visit_state(v): the kind, the hyperparameters and the step count
+  void visit_state(state_visitor& v) {
+    visit_options(v);
+    v.integer("steps", steps_);
+  }
+  // variable_node(i), variable_name(i): variable i's identity and name, in the order added
+  const detail::node_base* variable_node(std::size_t i) const { return slots_.at(i)->node(); }
+  const std::string& variable_name(std::size_t i) const { return slots_.at(i)->name(); }
+  // visit_slot(i, v): variable i's state (moments, buffers, its count of updates)
+  void visit_slot(std::size_t i, state_visitor& v) { slots_.at(i)->visit_state(v); }
+
  protected:
   optimizer() = default;
+
+  // visit_options(v): the kind and the hyperparameters; the default is for optimizers written
+  // before checkpoints
+  virtual void visit_options(state_visitor&) {
+    throw error(
+        "meshpp::checkpoint: this optimizer does not save its hyperparameters (it does not "
+        "override visit_options)");
+  }
 
   // adopt(slot): adds a variable's slot. Throws meshpp::error if the variable is already there.
   void adopt(std::unique_ptr<detail::slot_base> s) {
@@ -249,6 +278,15 @@ class basic_optimizer : public optimizer {
  protected:
   explicit basic_optimizer(Options o) : options_(std::make_shared<Options>(std::move(o))) {}
   Options& mutable_options() { return *options_; }
+
+  // the hyperparameters through visit_hyperparameters(v, options), found by ADL beside Options
+  void visit_options(state_visitor& v) override {
+    if constexpr (requires { visit_hyperparameters(v, *options_); }) {
+      visit_hyperparameters(v, *options_);
+    } else {
+      optimizer::visit_options(v);
+    }
+  }
 
  private:
   template <class Tensor>

@@ -35,6 +35,15 @@ struct sgd_options {
   double weight_decay = 0;
 };
 
+// visit_hyperparameters(v, o): for checkpoints (io/state.hpp)
+inline void visit_hyperparameters(state_visitor& v, sgd_options& o) {
+  v.kind("sgd");
+  v.number("learning_rate", o.learning_rate);
+  v.number("momentum", o.momentum);
+  visit_flag(v, "nesterov", o.nesterov);
+  v.number("weight_decay", o.weight_decay);
+}
+
 namespace detail {
 
 // check_options(o): throws meshpp::error naming a hyperparameter out of range
@@ -87,6 +96,11 @@ class sgd_slot final : public slot<Tensor> {
           p -= V(lr) * (nesterov ? d + V(mu) * b : b);
         },
         p, g, b);
+  }
+
+  // the momentum buffer (absent without momentum, and before the first update)
+  void visit_state(state_visitor& v) override {
+    visit_optional_tensor(v, "momentum", buffer_, [&] { return this->zeros_like_parameter(); });
   }
 
  private:
