@@ -9,6 +9,7 @@
 
 #include <climits>
 #include <string>
+#include <utility>
 
 #include <boost/mpi/communicator.hpp>
 
@@ -17,21 +18,29 @@
 
 namespace meshpp {
 
+namespace detail {
+// lowest_problem(comm, problem, operation): collective; {INT_MAX, ""} if no rank of comm
+// passes a non-empty problem, else the lowest such rank and its text on every rank (one
+// allreduce, and a broadcast of the text only then)
+inline std::pair<int, std::string> lowest_problem(const boost::mpi::communicator& comm,
+                                                  const std::string& problem,
+                                                  const char* operation) {
+  int first = problem.empty() ? INT_MAX : comm.rank();
+  allreduce_values(MPI_Comm(comm), &first, 1, MPI_MIN, operation);
+  if (first == INT_MAX) return {first, {}};
+  std::string text = problem;
+  broadcast_text(MPI_Comm(comm), text, first, operation);
+  return {first, std::move(text)};
+}
+}  // namespace detail
+
 // agree_or_throw(comm, problem): collective; throws meshpp::error on every rank of comm if
 // any rank passes a non-empty problem. A rank that found one reports its own text; the others
 // name the lowest rank that found one and repeat its text ("meshpp: rank 1 found bad input:
-// ..."), broadcast only then, so that every rank's message says what went wrong.
+// ..."), so that every rank's message says what went wrong.
 inline void agree_or_throw(const boost::mpi::communicator& comm, const std::string& problem) {
-  const int mine = problem.empty() ? INT_MAX : comm.rank();
-  int first = mine;
-  detail::allreduce_values(MPI_Comm(comm), &first, 1, MPI_MIN, "agree_or_throw");
+  const auto [first, text] = detail::lowest_problem(comm, problem, "agree_or_throw");
   if (first == INT_MAX) return;
-  std::string text = problem;
-  unsigned long long length = text.size();
-  detail::broadcast_values(MPI_Comm(comm), &length, 1, first, "agree_or_throw (message length)");
-  text.resize(static_cast<std::size_t>(length));
-  detail::broadcast_values(MPI_Comm(comm), text.data(), text.size(), first,
-                           "agree_or_throw (message)");
   if (!problem.empty()) throw error(problem);
   throw error("meshpp: rank " + std::to_string(first) + " found bad input: " + text);
 }

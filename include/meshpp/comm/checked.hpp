@@ -391,4 +391,20 @@ void broadcast_values(MPI_Comm comm, T* data, std::size_t n, int root, const cha
   }
 }
 
+// broadcast_text(comm, text, root, operation): member root's text on every member (its length,
+// then its characters)
+inline void broadcast_text(MPI_Comm comm, std::string& text, int root, const char* operation) {
+  unsigned long long length = text.size();
+  broadcast_values(comm, &length, 1, root, operation);
+  text.resize(static_cast<std::size_t>(length));
+  broadcast_values(comm, text.data(), text.size(), root, operation);
+}
+
+// barrier(comm, operation): MPI_Barrier, checked (and agreed on in the debug mode)
+inline void barrier(MPI_Comm comm, const char* operation) {
+  const call_site site{operation, 0, {}, "value", 0};
+  before_collective(comm, site);
+  checked(MPI_Barrier(comm), "MPI_Barrier", site);
+}
+
 }  // namespace meshpp::detail

@@ -80,12 +80,10 @@
 #include <utility>
 #include <vector>
 
-#include <boost/mpi/collectives/all_reduce.hpp>
-#include <boost/mpi/collectives/broadcast.hpp>
 #include <boost/mpi/communicator.hpp>
-#include <boost/serialization/string.hpp>
 
 #include "meshpp/autodiff/traced.hpp"
+#include "meshpp/comm/checked.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/mesh.hpp"
 #include "meshpp/core/tensor.hpp"
@@ -591,8 +589,8 @@ inline std::uint64_t block_checksum(const block_view& b) {
 // global_checksum(comm, b): block_checksum summed over the ranks (one allreduce)
 inline std::int64_t global_checksum(const boost::mpi::communicator& comm, const block_view& b) {
   const std::uint64_t mine = block_checksum(b);
-  std::uint64_t all = 0;
-  boost::mpi::all_reduce(comm, mine, all, std::plus<std::uint64_t>());
+  std::uint64_t all = mine;
+  allreduce_values(MPI_Comm(comm), &all, 1, MPI_SUM, "checkpoint (a variable's checksum)");
   std::int64_t stored;
   std::memcpy(&stored, &all, sizeof stored);  // an int64 attribute holds the 64 bits
   return stored;
@@ -849,7 +847,7 @@ inline int sync_path(const std::string& path, bool directory) {
 
 // rank 0's verdict, broadcast: empty, or the problem every rank throws
 inline void agree_with_rank0(const boost::mpi::communicator& comm, std::string problem) {
-  boost::mpi::broadcast(comm, problem, 0);
+  broadcast_text(MPI_Comm(comm), problem, 0, "checkpoint (rank 0's verdict)");
   if (!problem.empty()) throw error(problem);
 }
 
@@ -884,7 +882,7 @@ void save(const std::string& path, const Mesh& mesh, const checkpoint& ckpt) {
     else if (::access(dir.c_str(), W_OK) != 0)
       problem = who + ": directory '" + dir + "' is not writable (" + std::strerror(errno) + ")";
   }
-  boost::mpi::broadcast(comm, temporary, 0);
+  detail::broadcast_text(MPI_Comm(comm), temporary, 0, "save (the temporary file's name)");
   h5::agree_with_rank0(comm, problem);
 
   h5::errors_off quiet;
@@ -904,14 +902,14 @@ void save(const std::string& path, const Mesh& mesh, const checkpoint& ckpt) {
     }
     file.close(c, "H5Fclose");
   }
-  comm.barrier();  // every rank has closed the file: it is complete on disk
+  detail::barrier(MPI_Comm(comm), "save (every rank has closed the file)");  // complete on disk
   int failed = 0;
   if (comm.rank() == 0) {
     failed = h5::sync_path(temporary, false);
     if (!failed && std::rename(temporary.c_str(), path.c_str()) != 0) failed = errno;
     if (!failed) h5::sync_path(h5::directory_of(path), true);
   }
-  boost::mpi::broadcast(comm, failed, 0);
+  detail::broadcast_values(MPI_Comm(comm), &failed, 1, 0, "save (the rename's result)");
   if (failed)
     throw error(who + ": renaming '" + temporary + "' to '" + path +
                 "' failed: " + std::strerror(failed));

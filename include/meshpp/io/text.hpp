@@ -59,6 +59,7 @@
 
 #include <boost/mpi/communicator.hpp>
 
+#include "meshpp/comm/agree.hpp"
 #include "meshpp/comm/checked.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/text.hpp"
@@ -425,19 +426,9 @@ inline std::uint64_t digest(const text_corpus& c) {
 
 // agree_on_message(comm, problem): collective; throws meshpp::error on every rank of comm if
 // any rank passes a non-empty problem, every rank with the text of the lowest such rank.
-// (agree_or_throw's one allreduce, then one broadcast of the text, only when there is one.)
 inline void agree_on_message(const boost::mpi::communicator& comm, const std::string& problem) {
-  const int mine = problem.empty() ? INT_MAX : comm.rank();
-  int first = mine;
-  detail::allreduce_values(MPI_Comm(comm), &first, 1, MPI_MIN, "load_text's agreement");
-  if (first == INT_MAX) return;
-  std::string message = problem;
-  unsigned long long length = message.size();
-  detail::broadcast_values(MPI_Comm(comm), &length, 1, first, "load_text's message");
-  message.resize(static_cast<std::size_t>(length));
-  detail::broadcast_values(MPI_Comm(comm), message.data(), message.size(), first,
-                           "load_text's message");
-  throw error(message);
+  const auto [first, message] = lowest_problem(comm, problem, "load_text's agreement");
+  if (first != INT_MAX) throw error(message);
 }
 
 }  // namespace detail
