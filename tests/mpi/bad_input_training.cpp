@@ -276,10 +276,11 @@ TEST_CASE("38. adafactor: every hyperparameter out of range throws, naming it") 
   bad({.epsilon1 = 0}, "epsilon1 must be finite and > 0, got 0");
   bad({.epsilon2 = -1e-3}, "epsilon2 must be finite and >= 0, got -0.001");
   // the defaults and Mesh-TensorFlow's usual settings are fine
-  CHECK_NOTHROW(mp::adafactor({}));
+  CHECK_NOTHROW(mp::adafactor(mp::adafactor_options{}));
   CHECK_NOTHROW(
-      mp::adafactor({.learning_rate = 1e-2, .beta1 = 0.9, .clipping_threshold = std::nullopt}));
-  mp::adafactor fine({});
+      mp::adafactor(mp::adafactor_options{
+          .learning_rate = 1e-2, .beta1 = 0.9, .clipping_threshold = std::nullopt}));
+  mp::adafactor fine(mp::adafactor_options{});
   CHECK_ALL_RANKS(throws_with<mp::error>([&] { fine.set_learning_rate(-3); },
                                          {"meshpp::adafactor", "learning_rate", "-3"}));
 }
