@@ -61,8 +61,7 @@ class allreduce_bucket {
   // a bucket in flight is finished before its spans can go away (one never started is not
   // started here: a destructor runs on one rank's schedule, a collective needs all ranks')
   ~allreduce_bucket() {
-    if (!in_flight_ || mpi_finalized()) return;
-    MPI_Wait(&request_, MPI_STATUS_IGNORE);  // nothing to report to from a destructor
+    if (in_flight_) wait_quietly(request_);  // nothing to report to from a destructor
   }
 
   MPI_Comm group() const { return group_; }
@@ -80,8 +79,7 @@ class allreduce_bucket {
   // destroyed): a bucket in flight finishes first (MPI may be writing there); one not yet
   // started sums zeros in its place, so every rank still sends the same count. Never throws.
   void forget(const void* data) noexcept {
-    if (in_flight_ && !mpi_finalized() && MPI_Wait(&request_, MPI_STATUS_IGNORE) == MPI_SUCCESS)
-      finish();
+    if (in_flight_ && wait_quietly(request_)) finish();
     for (auto* list : {&spans_, &flat_spans_}) {
       for (auto& s : *list) {
         if (s.data == data) s.data = nullptr;
@@ -187,10 +185,6 @@ class allreduce_bucket {
     finish();
   }
 
-  static bool mpi_finalized() noexcept {
-    int done = 0;
-    return MPI_Finalized(&done) != MPI_SUCCESS || done != 0;
-  }
   struct span {
     std::byte* data;
     std::size_t count;

@@ -143,6 +143,14 @@ inline void checked(int code, const char* call) {
               " failed: " + mpi_error_text(code));
 }
 
+/// wait_quietly(request): MPI_Wait where no error could be reported (a destructor, a noexcept
+/// path): true if the request completed; false if MPI is finalized or the wait failed
+inline bool wait_quietly(MPI_Request& request) noexcept {
+  int down = 0;
+  if (MPI_Finalized(&down) != MPI_SUCCESS || down) return false;
+  return MPI_Wait(&request, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+}
+
 /// as_count(n): n as MPI's int count; n must not exceed mpi_count_limit (the callers split
 /// larger counts first), so this is a check against a bug in meshpp, not against input.
 inline int as_count(std::size_t n) {
