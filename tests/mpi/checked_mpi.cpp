@@ -11,6 +11,7 @@
 #include <meshpp/comm/checked.hpp>
 #include <meshpp/comm/collectives.hpp>
 #include <meshpp/comm/permute.hpp>
+#include <meshpp/comm/reduce_scatter_ring.hpp>
 #include <meshpp/core/create.hpp>
 #include <meshpp/core/mesh.hpp>
 #include <meshpp/ops/relayout.hpp>
@@ -148,6 +149,38 @@ TEST_CASE("collectives in pieces give the same bits as in one call") {
       }
       CHECK(placed);
     }
+  }
+}
+
+TEST_CASE("the einsum rings (reduce_scatter_ring, allreduce_ring) in pieces give the same bits") {
+  mesh_t m(meshpp_test::grid2(world().size()));
+  const std::size_t p = static_cast<std::size_t>(m.communicator<rows, cols>().size());
+  const std::size_t block = 11;
+  // this member's part of block b: written (accumulate false) or added
+  auto make = [&](std::size_t b, float* dst, bool accumulate) {
+    for (std::size_t i = 0; i < block; ++i) {
+      const float x = value(world().rank(), b * block + i);
+      dst[i] = accumulate ? dst[i] + x : x;
+    }
+  };
+  for (std::size_t limit : {std::size_t{1}, std::size_t{4}}) {
+    CAPTURE(limit);
+    std::vector<float> mine_block(block), mine_pieces(block);
+    mp::reduce_scatter_ring<mp::over<rows, cols>>::run<float>(m, std::span(mine_block), make);
+    with_limit(limit, [&] {
+      mp::reduce_scatter_ring<mp::over<rows, cols>>::run<float>(m, std::span(mine_pieces), make);
+    });
+    CHECK(mine_block == mine_pieces);
+    std::vector<float> all(block * p), all_pieces(block * p);
+    mp::allreduce_ring<mp::over<rows, cols>>::run<float>(m, std::span(all), make);
+    with_limit(limit, [&] {
+      mp::allreduce_ring<mp::over<rows, cols>>::run<float>(m, std::span(all_pieces), make);
+    });
+    CHECK(all == all_pieces);
+    // and the sum is right: block j of `all` holds the sum over members of their part of j
+    float expected = 0;
+    for (int r = 0; r < world().size(); ++r) expected += value(r, block * (p - 1) + 3);
+    CHECK(all[block * (p - 1) + 3] == doctest::Approx(expected));
   }
 }
 
