@@ -52,19 +52,23 @@ struct adamw_options {
 };
 
 // visit_hyperparameters(v, o): for checkpoints (io/state.hpp)
-inline void visit_hyperparameters(state_visitor& v, adam_options& o) {
-  v.kind("adam");
+namespace detail {
+// the hyperparameters Adam and AdamW share
+template <class Options>
+void visit_adam_numbers(state_visitor& v, Options& o) {
   v.number("learning_rate", o.learning_rate);
   v.number("beta1", o.beta1);
   v.number("beta2", o.beta2);
   v.number("epsilon", o.epsilon);
 }
+}  // namespace detail
+inline void visit_hyperparameters(state_visitor& v, adam_options& o) {
+  v.kind("adam");
+  detail::visit_adam_numbers(v, o);
+}
 inline void visit_hyperparameters(state_visitor& v, adamw_options& o) {
   v.kind("adamw");
-  v.number("learning_rate", o.learning_rate);
-  v.number("beta1", o.beta1);
-  v.number("beta2", o.beta2);
-  v.number("epsilon", o.epsilon);
+  detail::visit_adam_numbers(v, o);
   v.number("weight_decay", o.weight_decay);
 }
 
