@@ -154,6 +154,16 @@ struct assignable_layout<DestLayout, ExprLayout, shape<Dims...>> {
 namespace detail {
 // evaluate_into(e, fr, out): writes e over the region fr, in fr's dim order, row-major and
 // contiguous, to out. The one fused pass behind every evaluation.
+//
+// out may be one of e's operands: `t = t * 2 + b` evaluates into t's slice while reading it
+// (softmax's `y = exp(y - shift)`; tests/mpi/expressions.cpp, "assignment may read its own
+// destination"). Not __restrict, then: that would promise the compiler that nothing else reads what
+// `o` writes. The loop is still free of dependences between iterations, as MESHPP_IVDEP says: a
+// tensor owns its slice (two tensors never share one), so an operand that reads out's memory is
+// dest itself, of dest's type (the same dims in the same order, the same layout): its cursor over
+// dest's frame has dest's strides and starts at dest's first element, so iteration j reads element
+// j of the row, the one it writes, before writing it. (einsum's prepare() evaluates into a fresh
+// buffer, which nothing else reads.)
 template <class E, class O, class T>
 void evaluate_into(const E& e, const frame<O>& fr, T* out) {
   constexpr std::size_t n = O::rank;
@@ -161,7 +171,7 @@ void evaluate_into(const E& e, const frame<O>& fr, T* out) {
   dest_cursor<T, n> dest{out, row_major_strides<n>(fr.extent)};
   auto cursors = group(dest, source);
   for_each_row<n>(fr.extent, cursors, [&](std::size_t len) {
-    T* __restrict o = dest.ptr;
+    T* o = dest.ptr;
 MESHPP_IVDEP
     for (std::size_t j = 0; j < len; ++j) o[j] = static_cast<T>(source.at(j));
   });

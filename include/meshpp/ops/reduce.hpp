@@ -107,6 +107,8 @@ auto reduce_local(const E& e) {
         total = combine<Op>(total, static_cast<T>(source.at(j)));
       *acc.ptr = total;
     } else if constexpr (a == access::contiguous) {
+      // __restrict holds: o points into `out`, created above; e reads tensors that existed
+      // before it, and a tensor owns its slice (no two share one), so none of them is out's
       T* __restrict o = acc.ptr;
 MESHPP_IVDEP
       for (std::size_t j = 0; j < len; ++j) o[j] = combine<Op>(o[j], static_cast<T>(source.at(j)));

@@ -192,6 +192,10 @@ class adafactor_slot final : public slot<Tensor> {
       }
     }
     if (!v_) v_.emplace(this->zeros_like_parameter());
+    // The __restrict pointers in this class each point into a different tensor: p (the
+    // variable's value), g (its gradient, a tensor of its own), the statistics this slot owns
+    // (v_, m_, factors_) and the fresh tensors computed here (row_mean, col_mean, r, c). A
+    // tensor owns its slice (no two share one), so none of them aliases another.
     {
       T* __restrict v = v_->local().data();
       const T* __restrict gp = g.local().data();
