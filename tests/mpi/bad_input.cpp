@@ -46,6 +46,7 @@
 
 namespace mp = meshpp;
 using meshpp_test::throws_with;
+using meshpp_test::ranks_in_step;
 using meshpp_test::world;
 
 MESHPP_DIM(batch);
@@ -59,13 +60,6 @@ MESHPP_DIM(y);
 
 namespace {
 
-// Every rank is still in step: a sum over the world sees every rank once.
-bool ranks_in_step() {
-  const int n = world().size();
-  int sum = 0;
-  boost::mpi::all_reduce(world(), world().rank() + 1, sum, std::plus<int>());
-  return sum == n * (n + 1) / 2;
-}
 
 // A 1-D mesh of every rank; cols split over it.
 using line_mesh = mp::mesh<mp::axes<all>, mp::layout<mp::split<cols, all>>>;

@@ -27,6 +27,7 @@
 
 namespace mp = meshpp;
 using meshpp_test::throws_with;
+using meshpp_test::ranks_in_step;
 using meshpp_test::world;
 
 MESHPP_DIM(batch);
@@ -34,13 +35,6 @@ MESHPP_DIM(classes);
 MESHPP_DIM(all);
 
 namespace {
-
-bool ranks_in_step() {
-  const int n = world().size();
-  int sum = 0;
-  boost::mpi::all_reduce(world(), world().rank() + 1, sum, std::plus<int>());
-  return sum == n * (n + 1) / 2;
-}
 
 constexpr double not_a_number = std::numeric_limits<double>::quiet_NaN();
 constexpr double infinity = std::numeric_limits<double>::infinity();

@@ -25,6 +25,7 @@
 #include <xtensor/xoperation.hpp>
 
 namespace mp = meshpp;
+using meshpp_test::ranks_in_step;
 using meshpp_test::world;
 
 MESHPP_DIM(b);
@@ -38,13 +39,6 @@ using namespace einsum_matmul;
 namespace {
 const auto with_batch = mp::extents{b{} = 4, i{} = 4, j{} = 8, k{} = 12};
 
-// Every rank is still in step: a sum over the world sees every rank once.
-bool ranks_in_step() {
-  const int n = world().size();
-  int sum = 0;
-  boost::mpi::all_reduce(world(), world().rank() + 1, sum, std::plus<int>());
-  return sum == n * (n + 1) / 2;
-}
 }  // namespace
 
 TEST_CASE("the reference einsum is the plain triple loop of a matrix product") {

@@ -23,6 +23,7 @@
 #include "testing.hpp"
 
 namespace mp = meshpp;
+using meshpp_test::ranks_in_step;
 using meshpp_test::world;
 
 MESHPP_DIM(batch);
@@ -109,13 +110,6 @@ bool recorded_lookup(const Mesh& m, std::size_t values) {
   return true;
 }
 
-// Every rank is still in step: a sum over the world sees every rank once.
-[[maybe_unused]] bool ranks_in_step() {
-  const int n = world().size();
-  int sum = 0;
-  boost::mpi::all_reduce(world(), world().rank() + 1, sum, std::plus<int>());
-  return sum == n * (n + 1) / 2;
-}
 
 // gather<vocab>(table, ids) under Rules on every mesh shape: values, layout, counters.
 template <class Rules, class T = float, class Id = int,

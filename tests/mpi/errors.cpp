@@ -19,6 +19,7 @@
 #include "testing.hpp"
 
 namespace mp = meshpp;
+using meshpp_test::ranks_in_step;
 using meshpp_test::world;
 
 MESHPP_DIM(batch);
@@ -34,13 +35,6 @@ std::array<int, 2> processor_grid(int n) {
   return n % 2 == 0 ? std::array{2, n / 2} : std::array{1, n};
 }
 
-// Every rank is still in step: a sum over the world sees every rank once.
-bool ranks_in_step() {
-  const int n = world().size();
-  int sum = 0;
-  boost::mpi::all_reduce(world(), world().rank() + 1, sum, std::plus<int>());
-  return sum == n * (n + 1) / 2;
-}
 }  // namespace
 
 TEST_CASE("channels:processor_rows with channels 3 throws on every rank") {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -24,6 +25,15 @@
 namespace meshpp_test {
 
 inline boost::mpi::communicator world() { return {}; }
+
+// ranks_in_step(): every rank is still in step (after an error, say): a sum over the world
+// sees every rank once
+inline bool ranks_in_step() {
+  const int n = world().size();
+  int sum = 0;
+  boost::mpi::all_reduce(world(), world().rank() + 1, sum, std::plus<int>());
+  return sum == n * (n + 1) / 2;
+}
 
 // all_ranks(ok): true on every rank iff ok is true on every rank. Checks that could differ
 // between ranks go through it, so a failure on one rank fails the check on all of them.

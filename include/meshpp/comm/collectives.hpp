@@ -104,9 +104,6 @@ std::uint64_t bytes(std::size_t n) {
   return static_cast<std::uint64_t>(n) * sizeof(T);
 }
 
-// check_mpi(code, call): checked(code, call) (comm/checked.hpp)
-inline void check_mpi(int code, const char* call) { checked(code, call); }
-
 // allreduce_in_place(comm, data, n, op, site): MPI_Allreduce of n T in place, in calls of at
 // most mpi_count_limit values (comm/checked.hpp)
 template <class T>
@@ -177,6 +174,21 @@ class alltoall_exchange {
 };
 }  // namespace detail
 
+namespace detail {
+// allreduce_over(m, comm, mask, data, op): the allreduce of the group comm of the mesh dims in
+// the bit set mask, counted; what allreduce<over<...>, Op> and allreduce_sum run
+template <class Mesh, class T>
+void allreduce_over(const Mesh& m, const boost::mpi::communicator& comm, unsigned mask,
+                    std::span<T> data, MPI_Op op) {
+  const std::size_t p = static_cast<std::size_t>(comm.size());
+  m.counters().record(collective::allreduce, mask, data.size(),
+                      2 * (p - 1) * bytes<T>(data.size()) / p);
+  if (p == 1 || data.empty()) return;
+  allreduce_in_place(MPI_Comm(comm), data.data(), data.size(), op,
+                     call_site{"allreduce", mask, mesh_names<Mesh>, type_name<T>(), data.size()});
+}
+}  // namespace detail
+
 template <class Over, class Op = op::sum>
 struct allreduce;
 // [x] |-> [x]   every member ends with the element-wise Op of all members' buffers
@@ -186,13 +198,7 @@ struct allreduce<over<Ms...>, Op> {
   static void run(const Mesh& m, std::span<T> data) {
     if constexpr (sizeof...(Ms) == 0) return;  // over no mesh dims: nothing to combine
     using g = detail::group_of<Mesh, Ms...>;
-    const auto& comm = g::comm(m);
-    const std::size_t p = static_cast<std::size_t>(comm.size());
-    m.counters().record(collective::allreduce, g::mask, data.size(),
-                        2 * (p - 1) * detail::bytes<T>(data.size()) / p);
-    if (p == 1 || data.empty()) return;
-    detail::allreduce_in_place(MPI_Comm(comm), data.data(), data.size(), Op::mpi(),
-                               g::template site<T>("allreduce", data.size()));
+    detail::allreduce_over(m, g::comm(m), g::mask, data, Op::mpi());
   }
 };
 
@@ -201,14 +207,7 @@ namespace detail {
 // in the bit set mask, known at run time (a gradient's pending partial sums); none: nothing
 template <class Mesh, class T>
 void allreduce_sum(const Mesh& m, unsigned mask, std::span<T> data) {
-  if (mask == 0) return;
-  const auto& comm = m.communicator(mask);
-  const std::size_t p = static_cast<std::size_t>(comm.size());
-  m.counters().record(collective::allreduce, mask, data.size(),
-                      2 * (p - 1) * detail::bytes<T>(data.size()) / p);
-  if (p == 1 || data.empty()) return;
-  allreduce_in_place(MPI_Comm(comm), data.data(), data.size(), MPI_SUM,
-                     call_site{"allreduce", mask, mesh_names<Mesh>, type_name<T>(), data.size()});
+  if (mask != 0) allreduce_over(m, m.communicator(mask), mask, data, MPI_SUM);
 }
 }  // namespace detail
 

@@ -72,18 +72,22 @@ void ring_reduce_scatter(const boost::mpi::communicator& comm, std::span<T> out,
     if (t + 1 < p) std::swap(send, recv);
   }
 }
+
+// what both ring policies answer before running: members(mesh), p, the size of the group
+template <class... Ms>
+struct ring_group {
+  template <class Mesh>
+  static std::size_t members(const Mesh& m) {
+    return static_cast<std::size_t>(group_of<Mesh, Ms...>::comm(m).size());
+  }
+};
 }  // namespace detail
 
 template <class Over>
 struct reduce_scatter_ring;
 // [x_0, ..., x_{p-1}] made on demand |-> member j holds the sum of x_j   (one reduce_scatter)
 template <class... Ms>
-struct reduce_scatter_ring<over<Ms...>> {
-  // members(mesh): p, the size of the group
-  template <class Mesh>
-  static std::size_t members(const Mesh& m) {
-    return static_cast<std::size_t>(detail::group_of<Mesh, Ms...>::comm(m).size());
-  }
+struct reduce_scatter_ring<over<Ms...>> : detail::ring_group<Ms...> {
   // run<T>(mesh, out, make): out is this member's block (its size, every member's block size)
   template <class T, class Mesh, class Make>
   static void run(const Mesh& m, std::span<T> out, Make&& make) {
@@ -103,12 +107,7 @@ struct allreduce_ring;
 // [x_0, ..., x_{p-1}] made on demand |-> every member holds [sum x_0, ..., sum x_{p-1}]
 //   the ring above, then one MPI_Allgather in place: counted as one allreduce of p blocks
 template <class... Ms>
-struct allreduce_ring<over<Ms...>> {
-  // members(mesh): p, the size of the group
-  template <class Mesh>
-  static std::size_t members(const Mesh& m) {
-    return static_cast<std::size_t>(detail::group_of<Mesh, Ms...>::comm(m).size());
-  }
+struct allreduce_ring<over<Ms...>> : detail::ring_group<Ms...> {
   // run<T>(mesh, out, make): out holds p blocks, block j at out + j * out.size() / p
   template <class T, class Mesh, class Make>
   static void run(const Mesh& m, std::span<T> out, Make&& make) {
