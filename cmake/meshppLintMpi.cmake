@@ -4,8 +4,8 @@
 #
 #   1. No int narrowing on a call: no statement that calls MPI_<Name>( holds static_cast<int>,
 #      (int) or int(. Counts go through detail::as_count, other ints through detail::as_int
-#      (comm/checked.hpp), which check the range.
-#   2. One checked path: outside comm/checked.hpp, every statement that calls an MPI routine
+#      (core/detail/checked.hpp), which check the range.
+#   2. One checked path: outside core/detail/checked.hpp, every statement that calls an MPI routine
 #      that communicates or can fail on bad arguments (the list in `communicating` below)
 #      is a checked(...) call.
 #   3. No Boost.MPI collective or point-to-point call in include/ (boost::mpi::all_reduce,
@@ -53,7 +53,7 @@ foreach(header ${headers})
     endif()
     if(s MATCHES "MPI_(${communicating}) *\\(")
       math(EXPR calls "${calls} + 1")
-      if(NOT name STREQUAL "include/meshpp/comm/checked.hpp" AND NOT s MATCHES "checked *\\(")
+      if(NOT name STREQUAL "include/meshpp/core/detail/checked.hpp" AND NOT s MATCHES "checked *\\(")
         string(APPEND problems "\n  ${name}: an MPI call outside checked() (rule 2): ${s}")
       endif()
     endif()

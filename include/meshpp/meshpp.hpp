@@ -1,8 +1,6 @@
 // meshpp/meshpp.hpp — the whole public library in one include.
 #pragma once
 
-#include "meshpp/fwd.hpp"
-
 #include "meshpp/core/create.hpp"
 #include "meshpp/core/dim.hpp"
 #include "meshpp/core/environment.hpp"
@@ -14,9 +12,9 @@
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
 
-#include "meshpp/comm/agree.hpp"
+#include "meshpp/core/detail/agree.hpp"
 #include "meshpp/comm/collectives.hpp"
-#include "meshpp/comm/counters.hpp"
+#include "meshpp/core/counters.hpp"
 #include "meshpp/comm/permute.hpp"
 
 #include "meshpp/expr/evaluate.hpp"

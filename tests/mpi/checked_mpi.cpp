@@ -1,4 +1,4 @@
-// The checked MPI path (comm/checked.hpp): counts past MPI's int, MPI errors as meshpp::error,
+// The checked MPI path (core/detail/checked.hpp): counts past MPI's int, MPI errors as meshpp::error,
 // and the debug mode's fingerprints when no one is at fault.
 //
 // Counts past INT_MAX. Every collective, relayout, shift (permute), gather to a root and
@@ -8,7 +8,7 @@
 // take; the results must be the same bits. A real count over 2^31 is the `large` test
 // (checked_mpi_large.cpp).
 #include <meshpp/comm/buckets.hpp>
-#include <meshpp/comm/checked.hpp>
+#include <meshpp/core/detail/checked.hpp>
 #include <meshpp/comm/collectives.hpp>
 #include <meshpp/comm/permute.hpp>
 #include <meshpp/comm/reduce_scatter_ring.hpp>

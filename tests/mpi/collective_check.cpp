@@ -1,9 +1,9 @@
-// The debug mode's collective check (MESHPP_CHECK_COLLECTIVES=1, comm/checked.hpp): ranks
+// The debug mode's collective check (MESHPP_CHECK_COLLECTIVES=1, core/detail/checked.hpp): ranks
 // that call different collectives, or the same one with different counts, or skip one, get
 // meshpp::error on every rank naming both sides, before any data moves, and stay in step.
 // ctest runs this file with MESHPP_CHECK_COLLECTIVES=1 (and a 5 s timeout) at 2 and 4 ranks;
 // the cases where a rank never arrives or dies are abort_cases.cpp's, which end the job.
-#include <meshpp/comm/checked.hpp>
+#include <meshpp/core/detail/checked.hpp>
 #include <meshpp/comm/collectives.hpp>
 #include <meshpp/comm/permute.hpp>
 #include <meshpp/core/mesh.hpp>

@@ -1,13 +1,13 @@
 // The collective policies on a 2-D mesh: allreduce (sum, max, min), allgather, alltoall,
 // reduce_scatter and broadcast over<rows>, over<cols>, over<rows, cols> and over<>; buffer
-// size errors; and the counters each call records (comm/counters.hpp's byte formulas).
+// size errors; and the counters each call records (core/counters.hpp's byte formulas).
 //
 // Every expected value is computed here from world ranks alone: on a mesh [rows:R, cols:C]
 // rank r sits at (r / C, r % C), and the group of over<Ms...> is the ranks that share this
 // rank's coordinates outside Ms, in world-rank order (which is their mesh-coordinate order).
 // Runs at any rank count: meshes are built from the communicator's size.
 #include <meshpp/comm/collectives.hpp>
-#include <meshpp/comm/counters.hpp>
+#include <meshpp/core/counters.hpp>
 #include <meshpp/core/mesh.hpp>
 
 #include <array>

@@ -3,7 +3,7 @@
 // the one allreduce it records, its local flops).
 #pragma once
 
-#include <meshpp/comm/counters.hpp>
+#include <meshpp/core/counters.hpp>
 #include <meshpp/core/create.hpp>
 #include <meshpp/core/shape.hpp>
 #include <meshpp/ops/einsum.hpp>

@@ -2,7 +2,7 @@
 // compile-time budget).
 #pragma once
 
-#include <meshpp/comm/counters.hpp>
+#include <meshpp/core/counters.hpp>
 #include <meshpp/core/create.hpp>
 #include <meshpp/expr/functions.hpp>
 #include <meshpp/ops/einsum.hpp>

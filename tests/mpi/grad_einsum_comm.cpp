@@ -8,7 +8,7 @@
 #include <meshpp/autodiff/elementwise.hpp>
 #include <meshpp/autodiff/gradients.hpp>
 #include <meshpp/autodiff/reduce.hpp>
-#include <meshpp/comm/counters.hpp>
+#include <meshpp/core/counters.hpp>
 #include <meshpp/core/create.hpp>
 #include <meshpp/ops/einsum.hpp>
 #include <meshpp/ops/scatter_gather.hpp>

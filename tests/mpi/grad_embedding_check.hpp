@@ -12,7 +12,7 @@
 
 #include <meshpp/autodiff/einsum.hpp>
 #include <meshpp/autodiff/embedding.hpp>
-#include <meshpp/comm/counters.hpp>
+#include <meshpp/core/counters.hpp>
 #include <meshpp/ops/einsum.hpp>
 #include <meshpp/ops/embedding.hpp>
 #include <meshpp/ops/scatter_gather.hpp>

@@ -6,7 +6,7 @@
 // Reshape and rename: grad_reshape.cpp; slicing, padding, concatenation, splitting and
 // shifting: grad_slicing.cpp.
 #include <meshpp/autodiff/movement.hpp>
-#include <meshpp/comm/counters.hpp>
+#include <meshpp/core/counters.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
 
 #include <array>

@@ -19,7 +19,7 @@
 // The pairs are split over three files (by source layout) to keep each one quick to compile.
 #pragma once
 
-#include <meshpp/comm/counters.hpp>
+#include <meshpp/core/counters.hpp>
 #include <meshpp/core/random.hpp>
 #include <meshpp/ops/relayout.hpp>
 #include <meshpp/ops/scatter_gather.hpp>

@@ -8,7 +8,7 @@
 // every size divides by every mesh dim there.
 #pragma once
 
-#include <meshpp/comm/counters.hpp>
+#include <meshpp/core/counters.hpp>
 #include <meshpp/core/random.hpp>
 #include <meshpp/ops/reshape.hpp>
 #include <meshpp/ops/scatter_gather.hpp>

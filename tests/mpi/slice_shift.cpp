@@ -15,7 +15,7 @@
 // rank with nothing communicated.
 //
 // Meshes are grid2(n), [1, n] and [n, 1] for n ranks, so the file runs at 1, 2 and 4 ranks.
-#include <meshpp/comm/counters.hpp>
+#include <meshpp/core/counters.hpp>
 #include <meshpp/core/random.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
 #include <meshpp/ops/shift.hpp>

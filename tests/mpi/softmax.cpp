@@ -8,7 +8,7 @@
 // dim nothing.
 // (iota, where's dim order, plain softmax_cross_entropy, item(), no_grad and stop_gradient:
 // softmax_helpers.cpp; gradients: grad_softmax.cpp. The split keeps each file quick to compile.)
-#include <meshpp/comm/counters.hpp>
+#include <meshpp/core/counters.hpp>
 #include <meshpp/ops/softmax.hpp>
 
 #include <algorithm>

@@ -16,7 +16,7 @@
 #include <meshpp/autodiff/gradients.hpp>
 #include <meshpp/autodiff/reduce.hpp>
 #include <meshpp/autodiff/softmax.hpp>
-#include <meshpp/comm/counters.hpp>
+#include <meshpp/core/counters.hpp>
 
 #include <algorithm>
 #include <array>

@@ -12,7 +12,7 @@
 //   model       forward b l d (1 + 2 layers) + 3 b l    backward b l d (1 + 2 layers)
 //   data+model  forward (b/r) l d (1 + 2 layers) + 3 (b/r) l + 1
 //               backward (b/r) l d (1 + 2 layers) + [P with every weight split over cols / c]
-#include <meshpp/comm/counters.hpp>
+#include <meshpp/core/counters.hpp>
 
 #include <array>
 #include <cstddef>

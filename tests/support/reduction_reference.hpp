@@ -3,7 +3,7 @@
 // loop in double, and names dims by their position (B, S, H) in [batch, seq, hidden].
 #pragma once
 
-#include <meshpp/comm/counters.hpp>
+#include <meshpp/core/counters.hpp>
 #include <meshpp/ops/reduce.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
 

@@ -19,7 +19,7 @@
 // as its MPI_Allreduce on 2 ranks here. A model whose gradients fit one bucket (the README's
 // MNIST network, the example Transformer at the default 4 MiB) thus makes the blocking call.
 //
-// Counters (comm/counters.hpp): one allreduce call per MPI call, its values the values it
+// Counters (core/counters.hpp): one allreduce call per MPI call, its values the values it
 // sums, recorded when it starts: one per bucket, except that a bucket summed at once gives
 // each span of 1 MiB or more a call of its own, in place (packing it would cost more than
 // the call). A bucket over mesh dims of size 1 is counted (one call) and sends nothing. Open
@@ -42,7 +42,7 @@
 #include <boost/mpi/datatype.hpp>
 
 #include "meshpp/comm/collectives.hpp"
-#include "meshpp/comm/counters.hpp"
+#include "meshpp/core/counters.hpp"
 #include "meshpp/core/error.hpp"
 
 namespace meshpp::detail {

@@ -13,7 +13,7 @@
 // call is recorded in the mesh's counters, even over mesh dims of size 1 (the values are part
 // of the operation's semantics, as in the paper's Table 1); an allreduce over no mesh dims at
 // all is no collective and is neither run nor counted. Every MPI call goes through
-// comm/checked.hpp: its return code checked (an error names the rank, the call, the
+// core/detail/checked.hpp: its return code checked (an error names the rank, the call, the
 // operation, its mesh dims, type and count), counts of any size (split into calls of at most
 // INT_MAX values, or strided derived datatypes), and, with MESHPP_CHECK_COLLECTIVES=1, the
 // group's agreement on the call before any data moves. Buffers are passed to MPI as they are:
@@ -35,8 +35,8 @@
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/datatype.hpp>
 
-#include "meshpp/comm/checked.hpp"
-#include "meshpp/comm/counters.hpp"
+#include "meshpp/core/detail/checked.hpp"
+#include "meshpp/core/counters.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/shape.hpp"
 
@@ -105,7 +105,7 @@ std::uint64_t bytes(std::size_t n) {
 }
 
 // allreduce_in_place(comm, data, n, op, site): MPI_Allreduce of n T in place, in calls of at
-// most mpi_count_limit values (comm/checked.hpp)
+// most mpi_count_limit values (core/detail/checked.hpp)
 template <class T>
 void allreduce_in_place(MPI_Comm comm, T* data, std::size_t n, MPI_Op op, const call_site& site) {
   allreduce_in_place(comm, static_cast<void*>(data), n, mpi_type<T>(), sizeof(T), op, site);

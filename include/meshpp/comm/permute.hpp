@@ -24,7 +24,7 @@
 #include <boost/mpi/datatype.hpp>
 
 #include "meshpp/comm/collectives.hpp"
-#include "meshpp/comm/counters.hpp"
+#include "meshpp/core/counters.hpp"
 #include "meshpp/core/error.hpp"
 
 namespace meshpp {

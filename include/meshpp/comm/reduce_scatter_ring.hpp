@@ -29,7 +29,7 @@
 #include <mpi.h>
 #include <boost/mpi/communicator.hpp>
 
-#include "meshpp/comm/checked.hpp"
+#include "meshpp/core/detail/checked.hpp"
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/blocks.hpp"
 #include "meshpp/core/error.hpp"

@@ -29,7 +29,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "meshpp/comm/checked.hpp"
+#include "meshpp/core/detail/checked.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/random.hpp"

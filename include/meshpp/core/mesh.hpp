@@ -22,8 +22,8 @@
 #include <mpi.h>
 #include <boost/mpi/communicator.hpp>
 
-#include "meshpp/comm/checked.hpp"
-#include "meshpp/comm/counters.hpp"
+#include "meshpp/core/detail/checked.hpp"
+#include "meshpp/core/counters.hpp"
 #include "meshpp/core/dim.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
@@ -265,7 +265,7 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
           }
         }
         // The mesh's own communicators return MPI errors to meshpp's checks
-        // (comm/checked.hpp) rather than end the job, whatever the world's handler is
+        // (core/detail/checked.hpp) rather than end the job, whatever the world's handler is
         MPI_Comm group = MPI_COMM_NULL;
         detail::checked(MPI_Comm_split(MPI_Comm(world), color, key, &group), "MPI_Comm_split");
         detail::checked(MPI_Comm_set_errhandler(group, MPI_ERRORS_RETURN),

@@ -83,11 +83,11 @@
 #include <boost/mpi/communicator.hpp>
 
 #include "meshpp/autodiff/traced.hpp"
-#include "meshpp/comm/checked.hpp"
+#include "meshpp/core/detail/checked.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/mesh.hpp"
 #include "meshpp/core/tensor.hpp"
-#include "meshpp/io/state.hpp"
+#include "meshpp/core/state.hpp"
 #include "meshpp/optim/optimizer.hpp"
 
 #ifndef H5_HAVE_PARALLEL

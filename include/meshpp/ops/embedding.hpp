@@ -30,7 +30,7 @@
 // Ids out of range (negative, or not below Dim's size) throw meshpp::error on every rank,
 // before any communication of the operation: when ids are replicated every rank sees the
 // same ids and throws alone; when ids are split, the ranks agree on the error with one
-// small allreduce over the mesh's world (comm/agree.hpp). That agreement carries no tensor
+// small allreduce over the mesh's world (core/detail/agree.hpp). That agreement carries no tensor
 // data and is not recorded in the counters.
 #pragma once
 
@@ -43,7 +43,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "meshpp/comm/agree.hpp"
+#include "meshpp/core/detail/agree.hpp"
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"

@@ -19,7 +19,7 @@
 #include <boost/mpi/datatype.hpp>
 #include <xtensor/xtensor.hpp>
 
-#include "meshpp/comm/agree.hpp"
+#include "meshpp/core/detail/agree.hpp"
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/blocks.hpp"
 #include "meshpp/core/error.hpp"

@@ -77,7 +77,7 @@ struct adafactor_options {
   std::size_t min_dim_size_to_factor = 128;            // R and C must both be this large
 };
 
-// visit_hyperparameters(v, o): for checkpoints (io/state.hpp)
+// visit_hyperparameters(v, o): for checkpoints (core/state.hpp)
 inline void visit_hyperparameters(state_visitor& v, adafactor_options& o) {
   v.kind("adafactor");
   v.optional_number("learning_rate", o.learning_rate);

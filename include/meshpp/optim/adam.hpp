@@ -51,7 +51,7 @@ struct adamw_options {
   double weight_decay = 0.01;
 };
 
-// visit_hyperparameters(v, o): for checkpoints (io/state.hpp)
+// visit_hyperparameters(v, o): for checkpoints (core/state.hpp)
 namespace detail {
 // the hyperparameters Adam and AdamW share
 template <class Options>

@@ -59,7 +59,7 @@
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/lanes.hpp"
 #include "meshpp/core/tensor.hpp"
-#include "meshpp/io/state.hpp"
+#include "meshpp/core/state.hpp"
 
 namespace meshpp {
 
@@ -112,7 +112,7 @@ class slot_base {
   // update(): the optimizer's rule, from grad() into value() and the state
   virtual void update() = 0;
   virtual void clear_grad() = 0;
-  // visit_state(v): a checkpoint's walk over the state (io/state.hpp); the default is for
+  // visit_state(v): a checkpoint's walk over the state (core/state.hpp); the default is for
   // slots written before checkpoints: an error naming the variable, on every rank alike
   virtual void visit_state(state_visitor&) {
     throw error("meshpp::checkpoint: the optimizer slot of variable '" + name() +

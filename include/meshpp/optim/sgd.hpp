@@ -35,7 +35,7 @@ struct sgd_options {
   double weight_decay = 0;
 };
 
-// visit_hyperparameters(v, o): for checkpoints (io/state.hpp)
+// visit_hyperparameters(v, o): for checkpoints (core/state.hpp)
 inline void visit_hyperparameters(state_visitor& v, sgd_options& o) {
   v.kind("sgd");
   v.number("learning_rate", o.learning_rate);

@@ -1,4 +1,4 @@
-// meshpp/comm/checked.hpp — the one path every MPI call of meshpp takes: return codes checked,
+// meshpp/core/detail/checked.hpp — the one path every MPI call of meshpp takes: return codes checked,
 // counts of any size, and (in a debug mode) every collective agreed on before it runs.
 //
 //   detail::call_site site{"allreduce", mask, names, detail::type_name<T>(), n};

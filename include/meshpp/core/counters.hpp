@@ -1,4 +1,4 @@
-// meshpp/comm/counters.hpp — what a mesh communicated and computed, per collective and
+// meshpp/core/counters.hpp — what a mesh communicated and computed, per collective and
 // per set of mesh dims (Mesh-TensorFlow prints the same kind of counters).
 //
 //   mesh.counters().values(collective::allreduce)      // values allreduced per processor

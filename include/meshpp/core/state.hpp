@@ -1,4 +1,4 @@
-// meshpp/io/state.hpp — what a checkpoint sees of a program's state, with no file format in it:
+// meshpp/core/state.hpp — what a checkpoint sees of a program's state, with no file format in it:
 // a type-erased view of one rank's block of a tensor, and a visitor that objects holding state
 // (optimizers and their slots) walk their state with, by name.
 //

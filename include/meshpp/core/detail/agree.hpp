@@ -1,4 +1,4 @@
-// meshpp/comm/agree.hpp — fail together on input that only one rank can see.
+// meshpp/core/detail/agree.hpp — fail together on input that only one rank can see.
 //
 // Most bad input (sizes, shapes of types) is known to every rank, and every rank throws the
 // same error with no communication. A few inputs live on one rank only (an array a rank
@@ -13,7 +13,7 @@
 
 #include <boost/mpi/communicator.hpp>
 
-#include "meshpp/comm/checked.hpp"
+#include "meshpp/core/detail/checked.hpp"
 #include "meshpp/core/error.hpp"
 
 namespace meshpp {
