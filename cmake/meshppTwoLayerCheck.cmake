@@ -1,6 +1,6 @@
 # Run by CTest: cmake -DCOMMAND=<mpiexec line;...> -P meshppTwoLayerCheck.cmake
 #
-# Runs examples/two_layer --json and checks every line against shared/reference/table1.md,
+# Runs examples/two_layer --json and checks every line against docs/table1.md,
 # computing the formulas here, independently of the C++ code:
 #   []                          0                                      forward 0
 #   [batch:all]                 2·d_io·d_h + d_h                        forward 0

@@ -8,7 +8,7 @@
 //   [batch:rows, hidden:cols, io:planes] most cubic rows x cols x planes = n
 //
 // For each it counts the values allreduced per processor (the paper's measure; exact
-// formulas in shared/reference/table1.md), checks every output and gradient against a
+// formulas in docs/table1.md), checks every output and gradient against a
 // single-rank computation without the mesh (on rank 0), and times the step.
 //
 //   mpiexec -n 4 --oversubscribe build/examples/two_layer [--batch 128 --io 256 --hidden 1024]

@@ -2,7 +2,7 @@
 // layer y[batch, hidden] = x[batch, io] w[io, hidden] with batch split over rows, d/dw alone
 // is one allreduce over rows of w's slice (the einsum for dw contracts batch), and d/dx alone
 // allreduces nothing of w's size; for the paper's two layers, the whole forward and backward
-// pass allreduces exactly Table 1's count (reference/table1.md). Gradients are also compared
+// pass allreduces exactly Table 1's count (docs/table1.md). Gradients are also compared
 // with the einsums written by hand.
 #include <meshpp/autodiff/einsum.hpp>
 #include <meshpp/autodiff/elementwise.hpp>
