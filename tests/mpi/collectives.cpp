@@ -482,7 +482,7 @@ TEST_CASE("report names each collective used and the mesh dims it ran over") {
   const int n = world().size();
   const mesh_t m(meshpp_test::grid2(n));
   m.counters().reset();
-  const std::string empty = m.counters().report(m.names());
+  const std::string empty = m.counters().report();
   for (const char* word : {"allreduce", "allgather", "alltoall", "reduce_scatter", "broadcast"}) {
     CHECK_ALL_RANKS(empty.find(word) == std::string::npos);  // only the header and einsum
   }
@@ -496,7 +496,7 @@ TEST_CASE("report names each collective used and the mesh dims it ran over") {
   mp::alltoall<mp::over<>>::run(m, std::span<const double>(data),
                                 std::span<double>(out).first(data.size()));
   m.counters().record_einsum(1000);
-  const std::string report = m.counters().report(m.names());
+  const std::string report = m.counters().report();
   CAPTURE(report);
   CHECK_ALL_RANKS(has_row(report, "allreduce", "rows", 1, 4u * n));
   CHECK_ALL_RANKS(has_row(report, "allgather", "cols", 1, 4));
@@ -505,5 +505,5 @@ TEST_CASE("report names each collective used and the mesh dims it ran over") {
   CHECK_ALL_RANKS(report.find("reduce_scatter") == std::string::npos);
   CHECK_ALL_RANKS(report.find("einsum: 1 calls, 1000 local flops") != std::string::npos);
   m.counters().reset();
-  CHECK_ALL_RANKS(m.counters().report(m.names()) == empty);
+  CHECK_ALL_RANKS(m.counters().report() == empty);
 }

@@ -96,7 +96,7 @@ void check_lookup(const Mesh& m, unsigned reduce_mask, unsigned gather_mask = 0)
   const std::uint64_t values = table.local().size() / meshpp_test::ranks_along(m, gather_mask);
   m.counters().reset();
   const auto [grad] = mp::vjp(out, dy, traced_table);
-  CAPTURE(m.counters().report(m.names()));
+  CAPTURE(m.counters().report());
   CHECK_ALL_RANKS(backward_is(m.counters(), reduce_mask, gather_mask, values));
 
   // the same as the dense einsum of a one-hot tensor: value, and what it communicates

@@ -2,7 +2,7 @@
 // per set of mesh dims (Mesh-TensorFlow prints the same kind of counters).
 //
 //   mesh.counters().values(collective::allreduce)      // values allreduced per processor
-//   std::cout << mesh.counters().report(mesh.names()); // a table
+//   std::cout << mesh.counters().report();             // a table
 //   mesh.counters().reset();
 //
 // "Values" are elements of this rank's slice handed to a collective (the paper's measure);
@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace meshpp {
@@ -53,8 +54,10 @@ struct collective_count {
 /// (a mesh is used by one thread per rank, as MPI communicators are).
 class counters {
  public:
-  explicit counters(std::size_t mesh_dims) : mesh_dims_(mesh_dims) {
-    for (auto& per_mask : by_kind_) per_mask.assign(std::size_t{1} << mesh_dims, {});
+  /// @param mesh_dim_names the mesh dims in mesh order (bit i of a mask is dim i)
+  explicit counters(std::vector<std::string> mesh_dim_names)
+      : mesh_dim_names_(std::move(mesh_dim_names)) {
+    for (auto& per_mask : by_kind_) per_mask.assign(std::size_t{1} << mesh_dim_names_.size(), {});
   }
 
   void record(collective c, unsigned mask, std::uint64_t values, std::uint64_t bytes_sent) {
@@ -92,9 +95,8 @@ class counters {
     einsum_flops_ = 0;
   }
 
-  /// A table of every non-zero counter, the mesh dims named by `axis_names`.
-  template <class Names>
-  std::string report(const Names& axis_names) const {
+  /// A table of every non-zero counter: collective, mesh dims, calls, values, bytes sent.
+  std::string report() const {
     std::string out = "collective       over                calls        values    bytes sent\n";
     char line[160];
     for (std::size_t c = 0; c < collective_kinds; ++c) {
@@ -102,10 +104,10 @@ class counters {
         const auto& k = by_kind_[c][mask];
         if (k.calls == 0) continue;
         std::string over;
-        for (std::size_t i = 0; i < mesh_dims_; ++i) {
+        for (std::size_t i = 0; i < mesh_dim_names_.size(); ++i) {
           if (!(mask & (1u << i))) continue;
           if (!over.empty()) over += ',';
-          over += axis_names[i];  // not `"," + std::string(..)`: a g++ 12 -Wrestrict warning
+          over += mesh_dim_names_[i];  // not `"," + std::string(..)`: a g++ 12 -Wrestrict warning
         }
         std::snprintf(line, sizeof line, "%-16s %-16s %8llu %13llu %13llu\n",
                       std::string(collective_name(static_cast<collective>(c))).c_str(),
@@ -123,7 +125,7 @@ class counters {
   }
 
  private:
-  std::size_t mesh_dims_;
+  std::vector<std::string> mesh_dim_names_;
   std::array<std::vector<collective_count>, collective_kinds> by_kind_;
   std::uint64_t einsum_calls_ = 0;
   std::uint64_t einsum_flops_ = 0;

@@ -123,7 +123,8 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
   explicit mesh(const coordinates_type& sizes,
                 const boost::mpi::communicator& comm = boost::mpi::communicator())
       : state_(std::make_shared<state>(sizes, comm)),
-        counters_(std::make_shared<meshpp::counters>(ndims)) {}
+        counters_(std::make_shared<meshpp::counters>(
+            std::vector<std::string>{std::string(MeshDims::name())...})) {}
 
   // mesh_t m(extents{rows{} = 2, cols{} = 4})
   explicit mesh(const extents<MeshDims...>& sizes,
