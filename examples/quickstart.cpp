@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   auto h = mp::eval(mp::relu(mp::einsum<mp::shape<batch, hidden>>(x, w) + bias));  // fused
   auto y = mp::einsum<mp::shape<batch, io>>(h, v);   // allreduce over cols: hidden is contracted
   std::cout << y.describe() << "\n";                 // dims, sizes, layout, this rank's slice
-  std::cout << mesh.counters().report(); // what was communicated
+  std::cout << mesh.counters().report();             // what was communicated
   xt::xtensor<float, 2> whole = mp::gather(y);       // the whole tensor on every rank
 }
 // clang-format on
