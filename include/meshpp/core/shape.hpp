@@ -1,4 +1,5 @@
-// meshpp/core/shape.hpp — shape<Dims...>: an ordered set of dim names, and its algebra.
+// meshpp/core/shape.hpp — shape<Dims...>: an ordered set of dim names, and its algebra. A shape
+// is a type list: the algebra is Boost.Mp11's list algorithms on it.
 //
 //   using s = shape<batch, hidden>;
 //   contains_v<s, batch>                       -> true
@@ -16,51 +17,43 @@
 #include <string_view>
 #include <type_traits>
 
+#include <boost/mp11/algorithm.hpp>
+#include <boost/mp11/list.hpp>
+#include <boost/mp11/utility.hpp>
+
 #include "meshpp/core/dim.hpp"
 
 namespace meshpp {
 
 namespace detail {
+namespace mp11 = boost::mp11;
+
 /// Stands for "no offending dim": every check below is true exactly when it gets this.
 struct no_dim {};
 
+// first_or_no_dim_t<L>: the first type of the list L, or no_dim when L is empty.
+template <class L>
+using first_or_no_dim_t = mp11::mp_eval_if<mp11::mp_empty<L>, no_dim, mp11::mp_front, L>;
+
 // first_found_t<Ts...>: the first of Ts that is not no_dim, or no_dim.
 template <class... Ts>
-struct first_found {
-  using type = no_dim;
-};
-template <class T, class... Rest>
-struct first_found<T, Rest...> {
-  using type =
-      std::conditional_t<std::is_same_v<T, no_dim>, typename first_found<Rest...>::type, T>;
-};
-template <class... Ts>
-using first_found_t = typename first_found<Ts...>::type;
+using first_found_t = first_or_no_dim_t<mp11::mp_remove<mp11::mp_list<Ts...>, no_dim>>;
 
 // first_duplicate_t<Dims...>: the first dim that appears again later, or no_dim.
-template <class... Dims>
-struct first_duplicate {
-  using type = no_dim;
-};
-template <class D, class... Rest>
-struct first_duplicate<D, Rest...> {
-  using type = std::conditional_t<(std::is_same_v<D, Rest> || ...), D,
-                                  typename first_duplicate<Rest...>::type>;
+template <class L>
+struct appears_twice_in {
+  template <class T>
+  using fn = mp11::mp_bool<(mp11::mp_count<L, T>::value > 1)>;
 };
 template <class... Dims>
-using first_duplicate_t = typename first_duplicate<Dims...>::type;
+using first_duplicate_t = first_or_no_dim_t<
+    mp11::mp_copy_if_q<mp11::mp_list<Dims...>, appears_twice_in<mp11::mp_list<Dims...>>>>;
 
 // first_non_dim_t<Ts...>: the first type not declared with MESHPP_DIM, or no_dim.
+template <class T>
+using is_dim_t = mp11::mp_bool<is_dim_v<T>>;
 template <class... Ts>
-struct first_non_dim {
-  using type = no_dim;
-};
-template <class T, class... Rest>
-struct first_non_dim<T, Rest...> {
-  using type = std::conditional_t<is_dim_v<T>, typename first_non_dim<Rest...>::type, T>;
-};
-template <class... Ts>
-using first_non_dim_t = typename first_non_dim<Ts...>::type;
+using first_non_dim_t = first_or_no_dim_t<mp11::mp_remove_if<mp11::mp_list<Ts...>, is_dim_t>>;
 }  // namespace detail
 
 /// Compile-time checks whose template arguments name the offender. When one fails, g++
@@ -115,21 +108,11 @@ template <class A, class B>
 inline constexpr bool same_dims_v = rank_v<A> == rank_v<B>&& contains_all_v<A, B>;
 
 namespace detail {
-template <class D, class... Dims>
-constexpr std::size_t index_of() {
-  constexpr bool hits[] = {std::is_same_v<D, Dims>..., false};
-  for (std::size_t i = 0; i < sizeof...(Dims); ++i) {
-    if (hits[i]) return i;
-  }
-  return sizeof...(Dims);
-}
 template <class S, class D>
-struct index_of_impl;
-template <class... Dims, class D>
-struct index_of_impl<shape<Dims...>, D> {
-  static_assert(offending::dim_not_in_shape<D, shape<Dims...>> || contains_v<shape<Dims...>, D>,
+struct index_of_impl {
+  static_assert(offending::dim_not_in_shape<D, S> || contains_v<S, D>,
                 "meshpp::index_of_v<Shape, Dim>: Dim is not a dim of Shape");
-  static constexpr std::size_t value = index_of<D, Dims...>();
+  static constexpr std::size_t value = mp11::mp_find<S, D>::value;
 };
 }  // namespace detail
 
@@ -138,43 +121,25 @@ template <class S, class D>
 inline constexpr std::size_t index_of_v = detail::index_of_impl<S, D>::value;
 
 namespace detail {
-template <class A, class B>
-struct concat;
-template <class... A, class... B>
-struct concat<shape<A...>, shape<B...>> {
-  using type = shape<A..., B...>;
-};
-// keep_if<S, Keep...>: the dims of S whose flag in Keep is true, in S's order.
-template <class S, bool... Keep>
-struct keep_if;
-template <bool... Keep>
-struct keep_if<shape<>, Keep...> {
-  using type = shape<>;
-};
-template <class D, class... Rest, bool K, bool... Keep>
-struct keep_if<shape<D, Rest...>, K, Keep...> {
-  using type = typename concat<std::conditional_t<K, shape<D>, shape<>>,
-                               typename keep_if<shape<Rest...>, Keep...>::type>::type;
-};
-template <class A, class B, bool Want>
-struct filter_by_membership;
-template <class... A, class B, bool Want>
-struct filter_by_membership<shape<A...>, B, Want> {
-  using type = typename keep_if<shape<A...>, (contains_v<B, A> == Want)...>::type;
+// in_t<S>::fn<D>: D is a dim of S (a quoted predicate for the list algorithms)
+template <class S>
+struct in_t {
+  template <class D>
+  using fn = mp11::mp_bool<contains_v<S, D>>;
 };
 }  // namespace detail
 
 // shape_concat_t<A, B>: A's dims then B's (they must not share a dim).
 template <class A, class B>
-using shape_concat_t = typename detail::concat<A, B>::type;
+using shape_concat_t = boost::mp11::mp_append<A, B>;
 
 // shape_difference_t<A, B>: the dims of A that B lacks, in A's order.
 template <class A, class B>
-using shape_difference_t = typename detail::filter_by_membership<A, B, false>::type;
+using shape_difference_t = boost::mp11::mp_remove_if_q<A, detail::in_t<B>>;
 
 // shape_intersection_t<A, B>: the dims of A that B has too, in A's order.
 template <class A, class B>
-using shape_intersection_t = typename detail::filter_by_membership<A, B, true>::type;
+using shape_intersection_t = boost::mp11::mp_copy_if_q<A, detail::in_t<B>>;
 
 // shape_union_t<A, B>: A's dims, then B's dims that A lacks (in B's order).
 template <class A, class B>
@@ -202,20 +167,10 @@ template <class From, class To>
 requires same_dims_v<From, To>
 inline constexpr auto permutation_v = detail::permutation<From, To>::value;
 
-namespace detail {
-template <std::size_t I, class S>
-struct dim_at;
-template <std::size_t I, class D, class... Rest>
-struct dim_at<I, shape<D, Rest...>> : dim_at<I - 1, shape<Rest...>> {};
-template <class D, class... Rest>
-struct dim_at<0, shape<D, Rest...>> {
-  using type = D;
-};
-}  // namespace detail
 
 // dim_at_t<S, I>: the I-th dim of S
 template <class S, std::size_t I>
-using dim_at_t = typename detail::dim_at<I, S>::type;
+using dim_at_t = boost::mp11::mp_at_c<S, I>;
 
 // dim_names_v<S>: the printable names of S's dims, in order.
 template <class S>
