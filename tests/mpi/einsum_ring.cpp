@@ -45,7 +45,7 @@ bool fused_counts(const mp::counters& c, unsigned mask, std::uint64_t p, std::ui
     ok = ok && c.total(other).calls == 0;
   }
   ok = ok && c.einsum_calls() == 1 && c.einsum_flops() == 2 * p * block * k_local;
-  if (!ok) MESSAGE("counted:\n" << c.report(std::array<const char*, 2>{"rows", "cols"}));
+  if (!ok) MESSAGE("counted:\n" << c.report());
   return ok;
 }
 
@@ -66,7 +66,7 @@ bool gathered_counts(const mp::counters& c, unsigned mask, std::uint64_t p, std:
     ok = ok && c.total(other).calls == 0;
   }
   ok = ok && c.einsum_calls() == 1 && c.einsum_flops() == flops;
-  if (!ok) MESSAGE("counted:\n" << c.report(std::array<const char*, 2>{"rows", "cols"}));
+  if (!ok) MESSAGE("counted:\n" << c.report());
   return ok;
 }
 

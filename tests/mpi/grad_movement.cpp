@@ -74,7 +74,7 @@ bool only(const split_mesh& m, const expected& e) {
       ok = ok && got.calls == (is_e ? e.calls : 0) && got.values == (is_e ? e.values : 0);
     }
   }
-  if (!ok) MESSAGE(m.counters().report(std::array<const char*, 2>{"rows", "cols"}));
+  if (!ok) MESSAGE(m.counters().report());
   return ok;
 }
 

@@ -181,7 +181,7 @@ bool communicates(const Mesh& m, F&& f, unsigned mask, std::uint64_t values) {
   const std::uint64_t calls = mask == 0 ? 0 : 2;
   const bool ok = all.calls == calls && c.at(mp::collective::allreduce, mask).calls == calls &&
                   all.values == calls * values && collectives_other_than_allreduce(c) == 0;
-  if (!ok) MESSAGE("rank " << world().rank() << ":\n" << c.report(m.names()));
+  if (!ok) MESSAGE("rank " << world().rank() << ":\n" << c.report());
   return ok;
 }
 }  // namespace

@@ -13,6 +13,8 @@
 #include <string>
 #include <type_traits>
 
+#include <boost/mp11/algorithm.hpp>
+
 #include "meshpp/core/dim.hpp"
 #include "meshpp/core/shape.hpp"
 
@@ -33,57 +35,48 @@ inline constexpr bool is_split_v = false;
 template <class D, class M>
 inline constexpr bool is_split_v<split<D, M>> = true;
 
+template <class T>
+using is_split_t = mp11::mp_bool<is_split_v<T>>;
+
 // first_split_twice_t<Splits...>: the first tensor dim that has a later rule too, or no_dim.
 template <class... Splits>
-struct first_split_twice {
-  using type = no_dim;
-};
-template <class S, class... Rest>
-struct first_split_twice<S, Rest...> {
-  using type =
-      std::conditional_t<(std::is_same_v<typename S::tensor_dim, typename Rest::tensor_dim> || ...),
-                         typename S::tensor_dim, typename first_split_twice<Rest...>::type>;
-};
-template <class... Splits>
-using first_split_twice_t = typename first_split_twice<Splits...>::type;
+using first_split_twice_t = first_duplicate_t<typename Splits::tensor_dim...>;
 
 // first_non_split_t<Ts...>: the first type that is not a split<...> rule, or no_dim.
 template <class... Ts>
-struct first_non_split {
-  using type = no_dim;
-};
-template <class T, class... Rest>
-struct first_non_split<T, Rest...> {
-  using type = std::conditional_t<is_split_v<T>, typename first_non_split<Rest...>::type, T>;
-};
+using first_non_split_t = first_or_no_dim_t<mp11::mp_remove_if<mp11::mp_list<Ts...>, is_split_t>>;
 
-// first_mesh_dim_shared_t<Splits...>: a rule whose mesh dim a later rule also uses, or no_dim.
-template <class... Splits>
-struct first_mesh_dim_shared {
+// rule_mesh_dim<S>: the mesh dim of rule S (no_dim for no_dim)
+template <class S>
+struct rule_mesh_dim_impl {
+  using type = typename S::mesh_dim;
+};
+template <>
+struct rule_mesh_dim_impl<no_dim> {
   using type = no_dim;
 };
-template <class S, class... Rest>
-struct first_mesh_dim_shared<S, Rest...> {
-  static constexpr bool here =
-      (std::is_same_v<typename S::mesh_dim, typename Rest::mesh_dim> || ...);
-  using type = std::conditional_t<here, S, typename first_mesh_dim_shared<Rest...>::type>;
-};
-// same_mesh_dim_v<A, B>: A and B are two different rules onto one mesh dim.
-template <class A, class B>
-inline constexpr bool same_mesh_dim_v = false;
-template <class D1, class D2, class M>
-inline constexpr bool same_mesh_dim_v<split<D1, M>, split<D2, M>> = !std::is_same_v<D1, D2>;
+template <class S>
+using rule_mesh_dim = typename rule_mesh_dim_impl<S>::type;
 
-// later_on_same_mesh_dim<First, Splits...>::type: a rule of Splits other than First onto
-// First's mesh dim, or no_dim.
-template <class First, class... Splits>
-struct later_on_same_mesh_dim {
-  using type = no_dim;
+// on_mesh_dim<M>::fn<S>: rule S splits over mesh dim M
+template <class M>
+struct on_mesh_dim {
+  template <class S>
+  using fn = std::is_same<rule_mesh_dim<S>, M>;
 };
-template <class First, class S, class... Rest>
-struct later_on_same_mesh_dim<First, S, Rest...> {
-  using type = std::conditional_t<same_mesh_dim_v<First, S>, S,
-                                  typename later_on_same_mesh_dim<First, Rest...>::type>;
+// shares_mesh_dim_in<L>::fn<S>: another rule of L splits over S's mesh dim too
+template <class L>
+struct shares_mesh_dim_in {
+  template <class S>
+  using fn = mp11::mp_bool<(mp11::mp_count_if_q<L, on_mesh_dim<rule_mesh_dim<S>>>::value > 1)>;
+};
+// mesh_dim_clash<L>: the first two rules of layout L that share a mesh dim (first, second),
+// or no_dim for both.
+template <class L>
+struct mesh_dim_clash {
+  using first = first_or_no_dim_t<mp11::mp_copy_if_q<L, shares_mesh_dim_in<L>>>;
+  using second = first_or_no_dim_t<
+      mp11::mp_remove<mp11::mp_copy_if_q<L, on_mesh_dim<rule_mesh_dim<first>>>, first>>;
 };
 }  // namespace detail
 
@@ -100,7 +93,7 @@ inline constexpr bool two_tensor_dims_on_one_mesh_dim = std::is_same_v<Split, de
 /// A tensor dim may have one rule at most: the paper's layouts are injective partial maps.
 template <class... Splits>
 struct layout {
-  static_assert(offending::not_a_split_rule<typename detail::first_non_split<Splits...>::type>,
+  static_assert(offending::not_a_split_rule<detail::first_non_split_t<Splits...>>,
                 "meshpp::layout<Rules...>: every rule must be split<TensorDim, MeshDim>");
   static_assert(offending::tensor_dim_given_two_rules<detail::first_split_twice_t<Splits...>>,
                 "meshpp::layout<Rules...>: a tensor dim is given two rules; a dim may be split "
@@ -117,41 +110,41 @@ inline constexpr bool is_layout_v<layout<Splits...>> = true;
 
 namespace detail {
 struct no_mesh_dim {};
-template <class D, class... Splits>
-struct mesh_dim_of {
-  using type = no_mesh_dim;
+// for_tensor_dim<D>::fn<S>: rule S splits tensor dim D
+template <class D>
+struct for_tensor_dim {
+  template <class S>
+  using fn = std::is_same<typename S::tensor_dim, D>;
 };
-template <class D, class S, class... Rest>
-struct mesh_dim_of<D, S, Rest...> {
-  using type = std::conditional_t<std::is_same_v<D, typename S::tensor_dim>, typename S::mesh_dim,
-                                  typename mesh_dim_of<D, Rest...>::type>;
-};
-template <class L, class D>
-struct layout_mesh_dim;
-template <class... Splits, class D>
-struct layout_mesh_dim<layout<Splits...>, D> {
-  using type = typename mesh_dim_of<D, Splits...>::type;
-};
+template <class Rules>
+using first_rule_mesh_dim = typename mp11::mp_front<Rules>::mesh_dim;
+// layout_mesh_dim_t<L, D>: see mesh_dim_of_t
+template <class L, class D, class Rules = mp11::mp_copy_if_q<L, for_tensor_dim<D>>>
+using layout_mesh_dim_t =
+    mp11::mp_eval_if<mp11::mp_empty<Rules>, no_mesh_dim, first_rule_mesh_dim, Rules>;
 
+// layout<A...>{} + layout<B...>{}: the rules of both (only for a fold inside decltype)
 template <class... A, class... B>
-layout<A..., B...> operator+(layout<A...>, layout<B...>);  // only for decltype below
+layout<A..., B...> operator+(layout<A...>, layout<B...>);
 
-template <class Rules, class Shape>
-struct restrict_layout;
-template <class Rules, class... Dims>
-struct restrict_layout<Rules, shape<Dims...>> {
+// restrict_layout_t<Rules, Shape>: see layout_for_t
+template <class Rules>
+struct rules_of {
   template <class D>
-  using rule_for =
-      std::conditional_t<std::is_same_v<typename layout_mesh_dim<Rules, D>::type, no_mesh_dim>,
-                         layout<>, layout<split<D, typename layout_mesh_dim<Rules, D>::type>>>;
-  using type = decltype((layout<>{} + ... + rule_for<Dims>{}));
+  using fn = mp11::mp_copy_if_q<Rules, for_tensor_dim<D>>;  // layout<> or layout<split<D, M>>
 };
+template <class Rules, class Shape>
+using restrict_layout_t = mp11::mp_apply<
+    mp11::mp_append,
+    mp11::mp_push_front<
+        mp11::mp_transform_q<rules_of<Rules>, mp11::mp_rename<Shape, mp11::mp_list>>, layout<>>>;
 }  // namespace detail
 
 // mesh_dim_of_t<L, D>: the mesh dim that layout L splits tensor dim D over, or
 // detail::no_mesh_dim if D is not split.
 template <class L, class D>
-using mesh_dim_of_t = typename detail::layout_mesh_dim<L, D>::type;
+requires is_layout_v<L>
+using mesh_dim_of_t = detail::layout_mesh_dim_t<L, D>;
 
 // is_split_in_v<L, D>: layout L splits tensor dim D.
 template <class L, class D>
@@ -159,18 +152,8 @@ inline constexpr bool is_split_in_v = !std::is_same_v<mesh_dim_of_t<L, D>, detai
 
 // layout_for_t<Rules, Shape>: Rules restricted to Shape's dims, in Shape's order.
 template <class Rules, class Shape>
-using layout_for_t = typename detail::restrict_layout<Rules, Shape>::type;
-
-namespace detail {
-// mesh_dim_clash<L>: the first two rules of L that share a mesh dim (first, second), or no_dim.
-template <class L>
-struct mesh_dim_clash;
-template <class... Splits>
-struct mesh_dim_clash<layout<Splits...>> {
-  using first = typename first_mesh_dim_shared<Splits...>::type;
-  using second = typename later_on_same_mesh_dim<first, Splits...>::type;
-};
-}  // namespace detail
+requires is_layout_v<Rules> && is_shape_v<Shape>
+using layout_for_t = detail::restrict_layout_t<Rules, Shape>;
 
 // is_injective_v<L>: no two rules of L share a mesh dim; a tensor's layout must be.
 template <class L>
@@ -194,10 +177,8 @@ struct layout_merge;
 template <class... As, class... Bs>
 struct layout_merge<layout<As...>, layout<Bs...>> {
   template <class R>
-  static constexpr bool a_has = (std::is_same_v<typename R::tensor_dim, typename As::tensor_dim> ||
-                                 ...);
-  using type =
-      decltype((layout<As...>{} + ... + std::conditional_t<a_has<Bs>, layout<>, layout<Bs>>{}));
+  using a_has = mp11::mp_bool<is_split_in_v<layout<As...>, typename R::tensor_dim>>;
+  using type = mp11::mp_append<layout<As...>, mp11::mp_remove_if<layout<Bs...>, a_has>>;
   using conflict = first_found_t<std::conditional_t<disagrees_v<Bs, layout<As...>>, Bs, no_dim>...>;
 };
 }  // namespace detail
@@ -206,25 +187,24 @@ struct layout_merge<layout<As...>, layout<Bs...>> {
 template <class A, class B>
 using layout_merge_t = typename detail::layout_merge<A, B>::type;
 
-// split_mesh_dims_t<Layout, S>: the mesh dims Layout splits S's dims over, as a shape
 namespace detail {
-// split_mesh_dims_t<Layout, S>: the mesh dims Layout splits S's dims over, as a shape
-template <class L, class S>
-struct split_mesh_dims;
 template <class L>
-struct split_mesh_dims<L, shape<>> {
-  using type = shape<>;
+struct split_in {
+  template <class D>
+  using fn = mp11::mp_bool<is_split_in_v<L, D>>;
 };
-template <class L, class D, class... Rest>
-struct split_mesh_dims<L, shape<D, Rest...>> {
-  using rest = typename split_mesh_dims<L, shape<Rest...>>::type;
-  using type = std::conditional_t<is_split_in_v<L, D>,
-                                  shape_concat_t<shape<mesh_dim_of_t<L, D>>, rest>, rest>;
+template <class L>
+struct mesh_dim_in {
+  template <class D>
+  using fn = mesh_dim_of_t<L, D>;
 };
 }  // namespace detail
 
+// split_mesh_dims_t<Layout, S>: the mesh dims Layout splits S's dims over, as a shape
 template <class L, class S>
-using split_mesh_dims_t = typename detail::split_mesh_dims<L, S>::type;
+using split_mesh_dims_t =
+    boost::mp11::mp_transform_q<detail::mesh_dim_in<L>,
+                                boost::mp11::mp_copy_if_q<S, detail::split_in<L>>>;
 
 // to_string(layout<...>{}) -> "batch:rows;hidden:cols" (the Mesh-TensorFlow spelling)
 template <class... Splits>

@@ -167,7 +167,6 @@ template <class From, class To>
 requires same_dims_v<From, To>
 inline constexpr auto permutation_v = detail::permutation<From, To>::value;
 
-
 // dim_at_t<S, I>: the I-th dim of S
 template <class S, std::size_t I>
 using dim_at_t = boost::mp11::mp_at_c<S, I>;
