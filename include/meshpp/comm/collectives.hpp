@@ -35,8 +35,8 @@
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/datatype.hpp>
 
-#include "meshpp/core/detail/checked.hpp"
 #include "meshpp/core/counters.hpp"
+#include "meshpp/core/detail/checked.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/shape.hpp"
 
@@ -142,8 +142,12 @@ class alltoall_exchange {
     if (std::max(bound_, n) > mpi_count_limit) {  // past an int: point-to-point messages
       exchange_messages(
           MPI_Comm(comm_), type, sizeof(T),
-          [&](std::size_t j) { return std::pair{static_cast<const void*>(send + send_offsets[j]), n}; },
-          [&](std::size_t j) { return std::pair{static_cast<void*>(recv + recv_offsets[j]), n}; },
+          [&](std::size_t j) {
+            return std::pair{static_cast<const void*>(send + send_offsets[j]), n};
+          },
+          [&](std::size_t j) {
+            return std::pair{static_cast<void*>(recv + recv_offsets[j]), n};
+          },
           site);
       return;
     }
@@ -244,14 +248,12 @@ struct allgather<over<Ms...>> {
     }
     // blocks too large for one count: piece [at, at + c) of every block, received through a
     // type whose extent is the whole block, so member j's piece lands at j n + at
-    for (std::size_t at = 0; at < n;) {
-      const std::size_t c = std::min(n - at, detail::mpi_count_limit);
+    detail::for_each_piece(n, [&](std::size_t at, std::size_t c) {
       const detail::strided_type block(type, c, n);
       detail::checked(MPI_Allgather(in.data() + at, detail::as_count(c), type, out.data() + at, 1,
                                     block.get(), MPI_Comm(comm)),
                       "MPI_Allgather", site);
-      at += c;
-    }
+    });
   }
 };
 
@@ -287,14 +289,13 @@ struct alltoall<over<Ms...>> {
                       "MPI_Alltoall", site);
       return;
     }
-    for (std::size_t at = 0; at < n;) {  // as allgather does: a piece of every block at once
-      const std::size_t c = std::min(n - at, detail::mpi_count_limit);
+    // as allgather does: a piece of every block at once
+    detail::for_each_piece(n, [&](std::size_t at, std::size_t c) {
       const detail::strided_type block(type, c, n);
       detail::checked(MPI_Alltoall(in.data() + at, 1, block.get(), out.data() + at, 1, block.get(),
                                    MPI_Comm(comm)),
                       "MPI_Alltoall", site);
-      at += c;
-    }
+    });
   }
 
   // run_in_pieces<T>(mesh, values, move): the same alltoall of `values` values per member, for
@@ -355,15 +356,17 @@ struct reduce_scatter<over<Ms...>, Op> {
     // (MPI's reductions take no derived datatypes), at most 2^26 values a block at a time
     const std::size_t piece = std::min<std::size_t>(detail::mpi_count_limit, std::size_t(1) << 26);
     std::vector<T> staged(p * std::min(piece, n));
-    for (std::size_t at = 0; at < n;) {
-      const std::size_t c = std::min(n - at, piece);
-      for (std::size_t j = 0; j < p; ++j)
-        std::copy_n(in.data() + j * n + at, c, staged.data() + j * c);
-      detail::checked(MPI_Reduce_scatter_block(staged.data(), out.data() + at, detail::as_count(c),
-                                               type, Op::mpi(), MPI_Comm(comm)),
-                      "MPI_Reduce_scatter_block", site);
-      at += c;
-    }
+    detail::for_each_piece(
+        n,
+        [&](std::size_t at, std::size_t c) {
+          for (std::size_t j = 0; j < p; ++j)
+            std::copy_n(in.data() + j * n + at, c, staged.data() + j * c);
+          detail::checked(
+              MPI_Reduce_scatter_block(staged.data(), out.data() + at, detail::as_count(c), type,
+                                       Op::mpi(), MPI_Comm(comm)),
+              "MPI_Reduce_scatter_block", site);
+        },
+        piece);
   }
 };
 
@@ -383,15 +386,8 @@ struct broadcast<over<Ms...>> {
     m.counters().record(collective::broadcast, g::mask, data.size(),
                         comm.rank() == root && comm.size() > 1 ? detail::bytes<T>(data.size()) : 0);
     if (comm.size() == 1) return;
-    const auto site = g::template site<T>("broadcast", data.size());
-    detail::before_collective(MPI_Comm(comm), site);
-    for (std::size_t at = 0; at < data.size();) {
-      const std::size_t c = std::min(data.size() - at, detail::mpi_count_limit);
-      detail::checked(MPI_Bcast(data.data() + at, detail::as_count(c), detail::mpi_type<T>(), root,
-                                MPI_Comm(comm)),
-                      "MPI_Bcast", site);
-      at += c;
-    }
+    detail::broadcast_in_place(MPI_Comm(comm), data.data(), data.size(), root,
+                               g::template site<T>("broadcast", data.size()));
   }
 };
 

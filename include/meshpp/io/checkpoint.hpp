@@ -86,8 +86,8 @@
 #include "meshpp/core/detail/checked.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/mesh.hpp"
-#include "meshpp/core/tensor.hpp"
 #include "meshpp/core/state.hpp"
+#include "meshpp/core/tensor.hpp"
 #include "meshpp/optim/optimizer.hpp"
 
 #ifndef H5_HAVE_PARALLEL
@@ -328,31 +328,24 @@ class handle {
   herr_t (*close_)(hid_t) = nullptr;
 };
 
-inline hid_t file_type(element_type e) {
+// hdf5_types_of(e): the HDF5 types of element type e, in the file (little-endian, fixed so a
+// file reads the same on any machine) and in memory
+struct hdf5_types {
+  hid_t file;
+  hid_t memory;
+};
+inline hdf5_types hdf5_types_of(element_type e) {
   switch (e) {
-    case element_type::float32:
-      return H5T_IEEE_F32LE;
     case element_type::float64:
-      return H5T_IEEE_F64LE;
+      return {H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE};
     case element_type::int32:
-      return H5T_STD_I32LE;
+      return {H5T_STD_I32LE, H5T_NATIVE_INT32};
     case element_type::int64:
-      return H5T_STD_I64LE;
-  }
-  return H5T_IEEE_F32LE;
-}
-inline hid_t memory_type(element_type e) {
-  switch (e) {
+      return {H5T_STD_I64LE, H5T_NATIVE_INT64};
     case element_type::float32:
-      return H5T_NATIVE_FLOAT;
-    case element_type::float64:
-      return H5T_NATIVE_DOUBLE;
-    case element_type::int32:
-      return H5T_NATIVE_INT32;
-    case element_type::int64:
-      return H5T_NATIVE_INT64;
+      break;
   }
-  return H5T_NATIVE_FLOAT;
+  return {H5T_IEEE_F32LE, H5T_NATIVE_FLOAT};
 }
 
 // element_type_of_dataset(type): the element_type an HDF5 type stores, or none
@@ -643,8 +636,8 @@ class save_visitor final : public checkpoint_visitor {
     c.check(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), "H5Pset_fill_time");  // written whole
     const std::vector<hsize_t> global(b.global_shape.begin(), b.global_shape.end());
     handle file_space = simple_space(global, c);
-    handle d(c.check(H5Dcreate2(file_, path.c_str(), file_type(b.type), file_space, lcpl, dcpl,
-                                H5P_DEFAULT),
+    handle d(c.check(H5Dcreate2(file_, path.c_str(), hdf5_types_of(b.type).file, file_space, lcpl,
+                                dcpl, H5P_DEFAULT),
                      "H5Dcreate2"),
              H5Dclose);
     write_attribute(d, "dims", b.dims, false, c);
@@ -653,7 +646,8 @@ class save_visitor final : public checkpoint_visitor {
     select_block(file_space, b, b.writer, c);
     handle memory = memory_space(b, b.writer, c);
     handle dxpl = collective_transfer(c);
-    c.check(H5Dwrite(d, memory_type(b.type), memory, file_space, dxpl, b.data), "H5Dwrite");
+    c.check(H5Dwrite(d, hdf5_types_of(b.type).memory, memory, file_space, dxpl, b.data),
+            "H5Dwrite");
     write_attribute(d, "checksum", global_checksum(comm_, b), c);
     if (after_dataset_hook) after_dataset_hook(path);
   }
@@ -808,7 +802,7 @@ class load_visitor final : public checkpoint_visitor {
     select_block(file_space, b, true, c);
     handle memory = memory_space(b, true, c);
     handle dxpl = collective_transfer(c);
-    c.check(H5Dread(d, memory_type(b.type), memory, file_space, dxpl, b.data), "H5Dread");
+    c.check(H5Dread(d, hdf5_types_of(b.type).memory, memory, file_space, dxpl, b.data), "H5Dread");
     // the same verdict on every rank: the sum is allreduced, the attribute the same file's
     if (global_checksum(comm_, b) != read_number<std::int64_t>(d, "checksum", c))
       c.fail(

@@ -1,5 +1,5 @@
-// meshpp/core/detail/checked.hpp — the one path every MPI call of meshpp takes: return codes checked,
-// counts of any size, and (in a debug mode) every collective agreed on before it runs.
+// meshpp/core/detail/checked.hpp — the one path every MPI call of meshpp takes: return codes
+// checked, counts of any size, and (in a debug mode) every collective agreed on before it runs.
 //
 //   detail::call_site site{"allreduce", mask, names, detail::type_name<T>(), n};
 //   detail::before_collective(comm, site);                 // the debug mode's agreement
@@ -66,19 +66,32 @@ inline std::size_t mpi_count_limit = INT_MAX;
 template <class T>
 constexpr const char* type_name() {
   using U = std::remove_cv_t<T>;
-  if constexpr (std::is_same_v<U, float>) return "float";
-  else if constexpr (std::is_same_v<U, double>) return "double";
-  else if constexpr (std::is_same_v<U, bool>) return "bool";
-  else if constexpr (std::is_same_v<U, char>) return "char";
-  else if constexpr (std::is_same_v<U, signed char>) return "int8";
-  else if constexpr (std::is_same_v<U, unsigned char>) return "uint8";
-  else if constexpr (std::is_same_v<U, int>) return "int";
-  else if constexpr (std::is_same_v<U, unsigned>) return "unsigned";
-  else if constexpr (std::is_same_v<U, long>) return "long";
-  else if constexpr (std::is_same_v<U, unsigned long>) return "unsigned long";
-  else if constexpr (std::is_same_v<U, long long>) return "long long";
-  else if constexpr (std::is_same_v<U, unsigned long long>) return "unsigned long long";
-  else return "value";
+  if constexpr (std::is_same_v<U, float>)
+    return "float";
+  else if constexpr (std::is_same_v<U, double>)
+    return "double";
+  else if constexpr (std::is_same_v<U, bool>)
+    return "bool";
+  else if constexpr (std::is_same_v<U, char>)
+    return "char";
+  else if constexpr (std::is_same_v<U, signed char>)
+    return "int8";
+  else if constexpr (std::is_same_v<U, unsigned char>)
+    return "uint8";
+  else if constexpr (std::is_same_v<U, int>)
+    return "int";
+  else if constexpr (std::is_same_v<U, unsigned>)
+    return "unsigned";
+  else if constexpr (std::is_same_v<U, long>)
+    return "long";
+  else if constexpr (std::is_same_v<U, unsigned long>)
+    return "unsigned long";
+  else if constexpr (std::is_same_v<U, long long>)
+    return "long long";
+  else if constexpr (std::is_same_v<U, unsigned long long>)
+    return "unsigned long long";
+  else
+    return "value";
 }
 
 // mpi_type<T>(): T's MPI datatype
@@ -161,6 +174,17 @@ inline int as_count(std::size_t n) {
   return static_cast<int>(n);
 }
 
+/// for_each_piece(n, f): f(at, c) for the pieces [at, at + c) of n values, in order, each of at
+/// most `piece` values (none when n is 0): the calls a count past MPI's int becomes.
+template <class F>
+void for_each_piece(std::size_t n, F&& f, std::size_t piece = mpi_count_limit) {
+  for (std::size_t at = 0; at < n;) {
+    const std::size_t c = std::min(n - at, piece);
+    f(at, c);
+    at += c;
+  }
+}
+
 /// as_int(n): n as an int where MPI takes one that counts no values (requests, the bytes of a
 /// fingerprint): only INT_MAX bounds it
 inline int as_int(std::size_t n) {
@@ -186,25 +210,21 @@ void exchange_messages(MPI_Comm comm, MPI_Datatype type, std::size_t value_size,
     if (j == me) continue;
     const auto [to, to_count] = send(static_cast<std::size_t>(j));
     const auto [from, from_count] = recv(static_cast<std::size_t>(j));
-    for (std::size_t at = 0; at < from_count;) {
-      const std::size_t c = std::min(from_count - at, mpi_count_limit);
+    for_each_piece(from_count, [&](std::size_t at, std::size_t c) {
       requests.emplace_back();
       checked(MPI_Irecv(static_cast<std::byte*>(from) + at * value_size, as_count(c), type, j, tag,
                         comm, &requests.back()),
               "MPI_Irecv", site);
-      at += c;
-    }
-    for (std::size_t at = 0; at < to_count;) {
-      const std::size_t c = std::min(to_count - at, mpi_count_limit);
+    });
+    for_each_piece(to_count, [&](std::size_t at, std::size_t c) {
       requests.emplace_back();
       checked(MPI_Isend(static_cast<const std::byte*>(to) + at * value_size, as_count(c), type, j,
                         tag, comm, &requests.back()),
               "MPI_Isend", site);
-      at += c;
-    }
+    });
   }
-  checked(MPI_Waitall(as_int(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
-          "MPI_Waitall", site);
+  checked(MPI_Waitall(as_int(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall",
+          site);
 }
 
 /// strided_type: c values of `type` whose extent is `stride` values, so that block j of a
@@ -216,8 +236,8 @@ class strided_type {
     checked(MPI_Type_get_extent(type, &lower, &extent), "MPI_Type_get_extent");
     MPI_Datatype piece;
     checked(MPI_Type_contiguous(as_count(c), type, &piece), "MPI_Type_contiguous");
-    const int resized = MPI_Type_create_resized(
-        piece, 0, static_cast<MPI_Aint>(stride) * extent, &type_);
+    const int resized =
+        MPI_Type_create_resized(piece, 0, static_cast<MPI_Aint>(stride) * extent, &type_);
     MPI_Type_free(&piece);
     checked(resized, "MPI_Type_create_resized");
     checked(MPI_Type_commit(&type_), "MPI_Type_commit");
@@ -316,19 +336,18 @@ inline void agree_on_call(MPI_Comm comm, const call_site& site) {
   std::vector<MPI_Request> requests(2 * up, MPI_REQUEST_NULL);
   for (int j = 0; j < p; ++j) {
     if (j == me) continue;
-    checked(MPI_Irecv(&theirs[static_cast<std::size_t>(j)], as_int(sizeof(fingerprint)), MPI_BYTE, j, tag,
-                      comm, &requests[static_cast<std::size_t>(j)]),
+    checked(MPI_Irecv(&theirs[static_cast<std::size_t>(j)], as_int(sizeof(fingerprint)), MPI_BYTE,
+                      j, tag, comm, &requests[static_cast<std::size_t>(j)]),
             "MPI_Irecv", site);
     checked(MPI_Isend(&mine, as_int(sizeof(fingerprint)), MPI_BYTE, j, tag, comm,
                       &requests[up + static_cast<std::size_t>(j)]),
             "MPI_Isend", site);
   }
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration<double>(collective_timeout());
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(collective_timeout());
   for (;;) {
     int done = 0;
-    checked(MPI_Testall(as_int(requests.size()), requests.data(), &done,
-                        MPI_STATUSES_IGNORE),
+    checked(MPI_Testall(as_int(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
             "MPI_Testall", site);
     if (done) break;
     if (std::chrono::steady_clock::now() > deadline) {
@@ -341,7 +360,8 @@ inline void agree_on_call(MPI_Comm comm, const call_site& site) {
           MPI_Test(&requests[static_cast<std::size_t>(j)], &arrived, MPI_STATUS_IGNORE);
         else
           arrived = 1;
-        if (!arrived) missing += (missing.empty() ? "" : ", ") + std::to_string(world_rank_of(comm, j));
+        if (!arrived)
+          missing += (missing.empty() ? "" : ", ") + std::to_string(world_rank_of(comm, j));
       }
       std::fprintf(stderr,
                    "meshpp: rank %d: collective check: %s has waited %.0f s for rank(s) %s, "
@@ -370,12 +390,10 @@ inline void allreduce_in_place(MPI_Comm comm, void* data, std::size_t n, MPI_Dat
                                std::size_t value_size, MPI_Op op, const call_site& site) {
   before_collective(comm, site);
   auto* bytes = static_cast<std::byte*>(data);
-  for (std::size_t at = 0; at < n;) {
-    const std::size_t c = std::min(n - at, mpi_count_limit);
+  for_each_piece(n, [&](std::size_t at, std::size_t c) {
     checked(MPI_Allreduce(MPI_IN_PLACE, bytes + at * value_size, as_count(c), type, op, comm),
             "MPI_Allreduce", site);
-    at += c;
-  }
+  });
 }
 
 // allreduce_values(comm, data, n, op, operation): allreduce_in_place for a few values of a
@@ -386,17 +404,21 @@ void allreduce_values(MPI_Comm comm, T* data, std::size_t n, MPI_Op op, const ch
                      call_site{operation, 0, {}, type_name<T>(), n});
 }
 
-// broadcast_values(comm, data, n, root, operation): MPI_Bcast of n T from member root, in calls
+// broadcast_in_place(comm, data, n, root, site): MPI_Bcast of n T from member root, in calls
 // of at most mpi_count_limit values
 template <class T>
-void broadcast_values(MPI_Comm comm, T* data, std::size_t n, int root, const char* operation) {
-  const call_site site{operation, 0, {}, type_name<T>(), n};
+void broadcast_in_place(MPI_Comm comm, T* data, std::size_t n, int root, const call_site& site) {
   before_collective(comm, site);
-  for (std::size_t at = 0; at < n;) {
-    const std::size_t c = std::min(n - at, mpi_count_limit);
+  for_each_piece(n, [&](std::size_t at, std::size_t c) {
     checked(MPI_Bcast(data + at, as_count(c), mpi_type<T>(), root, comm), "MPI_Bcast", site);
-    at += c;
-  }
+  });
+}
+
+// broadcast_values(comm, data, n, root, operation): broadcast_in_place for a collective that is
+// no mesh's; `operation` names it in messages
+template <class T>
+void broadcast_values(MPI_Comm comm, T* data, std::size_t n, int root, const char* operation) {
+  broadcast_in_place(comm, data, n, root, call_site{operation, 0, {}, type_name<T>(), n});
 }
 
 // broadcast_text(comm, text, root, operation): member root's text on every member (its length,
