@@ -208,18 +208,21 @@ void exchange_messages(MPI_Comm comm, MPI_Datatype type, std::size_t value_size,
   std::vector<MPI_Request> requests;
   for (int j = 0; j < p; ++j) {
     if (j == me) continue;
-    const auto [to, to_count] = send(static_cast<std::size_t>(j));
-    const auto [from, from_count] = recv(static_cast<std::size_t>(j));
+    // (not structured bindings: clang 14 does not let the lambdas below capture them)
+    const auto sent = send(static_cast<std::size_t>(j));
+    const auto received = recv(static_cast<std::size_t>(j));
+    const auto* to = static_cast<const std::byte*>(sent.first);
+    const std::size_t to_count = sent.second;
+    auto* from = static_cast<std::byte*>(received.first);
+    const std::size_t from_count = received.second;
     for_each_piece(from_count, [&](std::size_t at, std::size_t c) {
       requests.emplace_back();
-      checked(MPI_Irecv(static_cast<std::byte*>(from) + at * value_size, as_count(c), type, j, tag,
-                        comm, &requests.back()),
+      checked(MPI_Irecv(from + at * value_size, as_count(c), type, j, tag, comm, &requests.back()),
               "MPI_Irecv", site);
     });
     for_each_piece(to_count, [&](std::size_t at, std::size_t c) {
       requests.emplace_back();
-      checked(MPI_Isend(static_cast<const std::byte*>(to) + at * value_size, as_count(c), type, j,
-                        tag, comm, &requests.back()),
+      checked(MPI_Isend(to + at * value_size, as_count(c), type, j, tag, comm, &requests.back()),
               "MPI_Isend", site);
     });
   }
