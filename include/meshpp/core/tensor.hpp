@@ -18,6 +18,7 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "meshpp/core/detail/divides.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/layout.hpp"
@@ -258,12 +259,11 @@ class tensor {
     index_type local = global_;
     for_each_split([&](std::size_t i, std::string_view dim, std::string_view mesh_dim, int parts,
                        int) {
-      if (global_[i] % static_cast<std::size_t>(parts) != 0) {
-        throw error("meshpp::tensor: dim '" + std::string(dim) + "' of size " +
-                    std::to_string(global_[i]) + " is split over mesh dim '" +
-                    std::string(mesh_dim) + "' of size " + std::to_string(parts) + ", and " +
-                    std::to_string(global_[i]) + " is not divisible by " + std::to_string(parts) +
-                    " (tensor " + to_string(Shape{}) + ", layout " + to_string(Layout{}) + ")");
+      const auto problem =
+          detail::split_not_divisible(dim, global_[i], mesh_dim, static_cast<std::size_t>(parts));
+      if (!problem.empty()) {
+        throw error("meshpp::tensor: " + problem + " (tensor " + to_string(Shape{}) + ", layout " +
+                    to_string(Layout{}) + ")");
       }
       local[i] = global_[i] / static_cast<std::size_t>(parts);
     });

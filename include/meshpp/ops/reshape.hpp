@@ -25,6 +25,7 @@
 #include <string>
 #include <type_traits>
 
+#include "meshpp/core/detail/divides.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/layout.hpp"
@@ -183,11 +184,9 @@ std::string split_problem(const Mesh& m, const std::array<std::size_t, N>& sizes
   std::string problem;
   [&]<class... Splits>(layout<Splits...>*) {
     [[maybe_unused]] auto check = [&]<class D, class M>(D*, M*) {  // unused if no Splits
-      const std::size_t n = sizes[index_of_v<Shape, D>];
-      const std::size_t p = static_cast<std::size_t>(m.template size<M>());
-      if (problem.empty() && n % p != 0) {
-        append(problem, "dim '", D::name(), "' of size ", n, " is split over mesh dim '", M::name(),
-               "' of size ", p, ", and ", n, " is not divisible by ", p);
+      if (problem.empty()) {
+        problem = split_not_divisible(D::name(), sizes[index_of_v<Shape, D>], M::name(),
+                                      static_cast<std::size_t>(m.template size<M>()));
       }
     };
     (check(static_cast<typename Splits::tensor_dim*>(nullptr),
