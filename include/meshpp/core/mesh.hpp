@@ -23,6 +23,7 @@
 #include <boost/mpi/communicator.hpp>
 
 #include "meshpp/core/detail/checked.hpp"
+#include "meshpp/core/detail/row_major.hpp"
 #include "meshpp/core/counters.hpp"
 #include "meshpp/core/dim.hpp"
 #include "meshpp/core/error.hpp"
@@ -147,15 +148,9 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
     return state_->coordinates[axis_v<M>];
   }
 
-  // coordinates_of(r): the mesh coordinates of rank r of the mesh's communicator
-  coordinates_type coordinates_of(int r) const {
-    coordinates_type c{};
-    for (std::size_t i = ndims; i-- > 0;) {
-      c[i] = r % state_->sizes[i];
-      r /= state_->sizes[i];
-    }
-    return c;
-  }
+  // coordinates_of(r): the mesh coordinates of rank r of the mesh's communicator (row-major:
+  // core/detail/row_major.hpp)
+  coordinates_type coordinates_of(int r) const { return detail::coordinates_at(r, sizes()); }
 
   /// The communicator of all ranks of the mesh.
   const boost::mpi::communicator& world() const { return state_->world; }
@@ -246,25 +241,14 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
         throw error("meshpp::mesh: mesh shape " + shape_text + " needs " + std::to_string(product) +
                     " ranks, but the communicator has " + std::to_string(world.size()));
       }
-      int r = world.rank();
-      for (std::size_t i = ndims; i-- > 0;) {
-        coordinates[i] = r % s[i];
-        r /= s[i];
-      }
+      coordinates = detail::coordinates_at(world.rank(), s);
       // One split per subset of mesh dims, in the same order on every rank. Ranks agree on
       // every coordinate outside the subset (the color) and are ordered row-major by their
       // coordinates inside it (the key).
       groups.reserve(std::size_t{1} << ndims);
       for (unsigned mask = 0; mask < (1u << ndims); ++mask) {
-        int color = 0;
-        int key = 0;
-        for (std::size_t i = 0; i < ndims; ++i) {
-          if (mask & (1u << i)) {
-            key = key * s[i] + coordinates[i];
-          } else {
-            color = color * s[i] + coordinates[i];
-          }
-        }
+        const int color = detail::linear_index(coordinates, s, ~mask);
+        const int key = detail::linear_index(coordinates, s, mask);
         // The mesh's own communicators return MPI errors to meshpp's checks
         // (core/detail/checked.hpp) rather than end the job, whatever the world's handler is
         MPI_Comm group = MPI_COMM_NULL;

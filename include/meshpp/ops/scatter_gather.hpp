@@ -1,8 +1,8 @@
 // meshpp/ops/scatter_gather.hpp — between whole (global) xtensor arrays and distributed tensors.
 //
-//   auto t = scatter<batch, io>(mesh, sizes, global);   // every rank holds `global`; keeps its
-//   slice xt::xtensor<float, 2> all = gather(t);              // every rank gets the whole tensor
-//   auto on_root = gather(t, 0);                        // rank 0 gets it; others an empty array
+//   auto t = scatter<batch, io>(mesh, sizes, global);  // each rank keeps its slice of `global`
+//   xt::xtensor<float, 2> all = gather(t);             // every rank gets the whole tensor
+//   auto on_root = gather(t, 0);                       // rank 0 gets it; others an empty array
 //
 // scatter:  [global array, replicated] |-> [layout slices]   local slicing, no data moved
 // gather:   [layout slices] |-> [whole array on every rank]  allgather over the split mesh dims
@@ -19,9 +19,10 @@
 #include <boost/mpi/datatype.hpp>
 #include <xtensor/xtensor.hpp>
 
-#include "meshpp/core/detail/agree.hpp"
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/blocks.hpp"
+#include "meshpp/core/detail/agree.hpp"
+#include "meshpp/core/detail/row_major.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/tensor.hpp"
@@ -119,13 +120,7 @@ requires is_tensor_v<Tensor> xt::xtensor<typename Tensor::value_type, Tensor::ra
     constexpr unsigned mask = Tensor::split_mask();
     for (int j = 0; j < group.size(); ++j) {
       auto coords = m.coordinates();
-      int rest = j;
-      for (std::size_t i = Tensor::mesh_type::ndims; i-- > 0;) {
-        if (mask & (1u << i)) {
-          coords[i] = rest % m.sizes()[i];
-          rest /= m.sizes()[i];
-        }
-      }
+      detail::set_coordinates(j, m.sizes(), coords, mask);
       detail::copy_box(blocks.data() + static_cast<std::size_t>(j) * count, t.local_shape(), {},
                        whole.data(), t.global_shape(), detail::offsets_at(t, coords),
                        t.local_shape());

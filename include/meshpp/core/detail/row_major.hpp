@@ -1,0 +1,53 @@
+// meshpp/core/detail/row_major.hpp — row-major numbering: an index <-> its coordinates.
+//
+//   linear_index({1, 2}, {3, 4})       -> 6        (1 * 4 + 2)
+//   coordinates_at(6, {3, 4})          -> {1, 2}
+//
+// The one mapping between a number and N-d coordinates: a rank and its mesh coordinates (the
+// mesh numbers its ranks row-major over its dims as declared), an element and its index in a
+// row-major array. The `mask` forms number only the dims whose bit is set (bit i is dim i),
+// the others left as they are: the members of a communicator over some mesh dims are
+// numbered so, and the mesh's communicators are split by the index over the other dims.
+#pragma once
+
+#include <array>
+#include <cstddef>
+
+namespace meshpp::detail {
+
+inline constexpr unsigned all_dims = ~0u;
+
+// linear_index(coords, sizes, mask = all_dims): the row-major index of coords over the dims
+// in mask
+template <class I, class S, std::size_t N>
+constexpr I linear_index(const std::array<I, N>& coords, const std::array<S, N>& sizes,
+                         unsigned mask = all_dims) {
+  I index = 0;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (mask & (1u << i)) index = index * static_cast<I>(sizes[i]) + coords[i];
+  }
+  return index;
+}
+
+// set_coordinates(index, sizes, coords, mask = all_dims): coords along the dims in mask set to
+// those of row-major index `index` over them; the other coords kept
+template <class I, class S, std::size_t N>
+constexpr void set_coordinates(I index, const std::array<S, N>& sizes, std::array<I, N>& coords,
+                               unsigned mask = all_dims) {
+  for (std::size_t i = N; i-- > 0;) {
+    if (mask & (1u << i)) {
+      coords[i] = index % static_cast<I>(sizes[i]);
+      index /= static_cast<I>(sizes[i]);
+    }
+  }
+}
+
+// coordinates_at(index, sizes): the coordinates of row-major index `index`
+template <class I, class S, std::size_t N>
+constexpr std::array<I, N> coordinates_at(I index, const std::array<S, N>& sizes) {
+  std::array<I, N> coords{};
+  set_coordinates(index, sizes, coords);
+  return coords;
+}
+
+}  // namespace meshpp::detail
