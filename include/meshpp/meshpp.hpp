@@ -20,6 +20,7 @@
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/expression.hpp"
 #include "meshpp/expr/functions.hpp"
+#include "meshpp/expr/operands.hpp"
 
 #include "meshpp/ops/einsum.hpp"
 #include "meshpp/ops/embedding.hpp"

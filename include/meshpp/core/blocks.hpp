@@ -1,13 +1,13 @@
-// meshpp/core/blocks.hpp — detail: copying boxes between row-major N-d arrays.
+// meshpp/core/blocks.hpp — detail: copying boxes between row-major N-d arrays, and the
+// buffers such copies go through.
 //
 // copy_box(src, src_shape, src_at, dst, dst_shape, dst_at, box) copies the box of extents
 // `box` starting at index `src_at` of src to index `dst_at` of dst, one contiguous run at a
 // time. Packing a block for a collective, unpacking received blocks, and taking a local stripe
-// are all this one copy. A run is as long as the layouts allow: trailing dims that the box
-// spans whole in both arrays join the last dim's run (a [2048, 512] box of a [2048, 1024]
-// array is 2048 runs of 512 values; the same box of a [2048, 512] array is one run), and the
-// offsets of successive runs are stepped, not recomputed, so short runs cost little more than
-// their copy.
+// are all this one copy. It walks the box with for_each_row (core/detail/traverse.hpp), so a
+// run is as long as the layouts allow (trailing dims that the box spans whole in both arrays
+// join the last dim's run) and the offsets of successive runs are stepped, not recomputed:
+// short runs cost little more than their copy.
 #pragma once
 
 #include <array>
@@ -17,6 +17,9 @@
 #include <new>
 #include <type_traits>
 
+#include "meshpp/core/detail/row_major.hpp"
+#include "meshpp/core/detail/traverse.hpp"
+
 namespace meshpp::detail {
 
 template <class T, std::size_t N>
@@ -24,55 +27,11 @@ void copy_box(const T* src, const std::array<std::size_t, N>& src_shape,
               const std::array<std::size_t, N>& src_at, T* dst,
               const std::array<std::size_t, N>& dst_shape, const std::array<std::size_t, N>& dst_at,
               const std::array<std::size_t, N>& box) {
-  if constexpr (N == 0) {
-    *dst = *src;
-  } else {
-    for (std::size_t e : box) {
-      if (e == 0) return;
-    }
-    // strides of both arrays, and where the box starts in each
-    std::array<std::size_t, N> src_stride{}, dst_stride{};
-    src_stride[N - 1] = dst_stride[N - 1] = 1;
-    for (std::size_t i = N - 1; i > 0; --i) {
-      src_stride[i - 1] = src_stride[i] * src_shape[i];
-      dst_stride[i - 1] = dst_stride[i] * dst_shape[i];
-    }
-    std::size_t s = 0, d = 0;
-    for (std::size_t i = 0; i < N; ++i) {
-      s += src_at[i] * src_stride[i];
-      d += dst_at[i] * dst_stride[i];
-    }
-    // dims [inner, N) form one contiguous run in both arrays
-    std::size_t inner = N - 1, run = box[N - 1];
-    while (inner > 0 && box[inner] == src_shape[inner] && box[inner] == dst_shape[inner]) {
-      --inner;
-      run *= box[inner];
-    }
-    // odometer over the dims outside the run, stepping both offsets
-    std::array<std::size_t, N> idx{};
-    while (true) {
-      std::memcpy(dst + d, src + s, run * sizeof(T));
-      std::size_t i = inner;
-      while (true) {
-        if (i == 0) return;
-        --i;
-        s += src_stride[i];
-        d += dst_stride[i];
-        if (++idx[i] < box[i]) break;
-        s -= src_stride[i] * box[i];
-        d -= dst_stride[i] * box[i];
-        idx[i] = 0;
-      }
-    }
-  }
-}
-
-// element_count(shape): the product of the extents
-template <std::size_t N>
-std::size_t element_count(const std::array<std::size_t, N>& shape) {
-  std::size_t n = 1;
-  for (std::size_t e : shape) n *= e;
-  return n;
+  strided_cursor<const T*, N> from{src + linear_index(src_at, src_shape),
+                                   row_major_strides<N>(src_shape)};
+  strided_cursor<T*, N> to{dst + linear_index(dst_at, dst_shape), row_major_strides<N>(dst_shape)};
+  auto both = group(from, to);
+  for_each_row(box, both, [&](std::size_t n) { std::memcpy(to.ptr, from.ptr, n * sizeof(T)); });
 }
 
 /// Scratch memory for data about to be overwritten whole (packed blocks, received blocks):

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include <boost/mp11/algorithm.hpp>
 #include <boost/mp11/list.hpp>
@@ -170,6 +171,18 @@ inline constexpr auto permutation_v = detail::permutation<From, To>::value;
 // dim_at_t<S, I>: the I-th dim of S
 template <class S, std::size_t I>
 using dim_at_t = boost::mp11::mp_at_c<S, I>;
+
+namespace detail {
+// for_each_index<N>(f): f(std::integral_constant<std::size_t, I>{}) for I in [0, N), in order:
+// visits a shape's dims one by one (dim_at_t<S, I>) where each needs its own type
+template <std::size_t N, class F>
+constexpr void for_each_index(F&& f) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (f(std::integral_constant<std::size_t, I>{}), ...);
+  }
+  (std::make_index_sequence<N>{});
+}
+}  // namespace detail
 
 // dim_names_v<S>: the printable names of S's dims, in order.
 template <class S>

@@ -4,12 +4,13 @@
 //
 // [a, b] expr |-> [a, b] tensor    local, no communication
 //
-// The pass walks the destination's local slice row by row (rows of its last dim). Each
-// operand is read through a cursor whose access along the row is known from the types:
-// contiguous (the operand's last dim is the row's dim), invariant (it lacks that dim: a
-// broadcast), or strided (it has the dim elsewhere: a transpose). Trailing dims that every
-// operand holds contiguously are merged into one long row, so a chain over same-shaped
-// tensors is a single flat loop the compiler vectorizes.
+// The pass walks the destination's local slice row by row (rows of its last dim: for_each_row,
+// core/detail/traverse.hpp). Each operand is read through a cursor whose access along the row
+// is known from the types: contiguous (the operand's last dim is the row's dim), invariant (it
+// lacks that dim: a broadcast), or strided (it has the dim elsewhere: a transpose); see
+// expr/detail/cursors.hpp. Trailing dims that every operand holds contiguously are merged into
+// one long row, so a chain over same-shaped tensors is a single flat loop the compiler
+// vectorizes.
 //
 // Why not xtensor's own assignment: for relu(a * b + c) with c broadcast over a 512 x 2048
 // slice, xtensor 0.24's assigner (with xsimd) measured 3.8-5.6x slower than a hand-written
@@ -22,6 +23,9 @@
 #include <type_traits>
 
 #include "meshpp/core/config.hpp"
+#include "meshpp/core/detail/divides.hpp"
+#include "meshpp/core/detail/row_major.hpp"
+#include "meshpp/core/detail/traverse.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
@@ -34,57 +38,7 @@ namespace detail {
 
 /// Writes rows of a destination laid out with `stride` (row-major: contiguous rows).
 template <class T, std::size_t N>
-struct dest_cursor {
-  T* ptr;
-  std::array<std::ptrdiff_t, N> stride;
-  void step(std::size_t d) { ptr += stride[d]; }
-  void unstep(std::size_t d, std::size_t n) { ptr -= stride[d] * static_cast<std::ptrdiff_t>(n); }
-  template <class F>
-  void visit_strides(F&& f) {
-    f(stride);
-  }
-};
-
-/// Calls row(n) for every row of a region of shape `extent`, moving `cursors` (anything with
-/// step/unstep/visit_strides) from row to row. Trailing dims that all cursors traverse
-/// contiguously are merged first, so row lengths are as long as the data allows.
-template <std::size_t N, class Cursors, class Row>
-void for_each_row(std::array<std::size_t, N> extent, Cursors& cursors, Row&& row) {
-  if constexpr (N == 0) {
-    row(std::size_t{1});
-  } else {
-    for (std::size_t e : extent) {
-      if (e == 0) return;
-    }
-    // Merge dim k-1 into the (already merged) inner block when every cursor's stride on
-    // k-1 equals its inner stride times the block length.
-    std::size_t inner = extent[N - 1];
-    for (std::size_t k = N - 1; k > 0; --k) {
-      bool mergeable = true;
-      cursors.visit_strides([&](const auto& s) {
-        mergeable = mergeable && s[k - 1] == s[N - 1] * static_cast<std::ptrdiff_t>(inner);
-      });
-      if (!mergeable) break;
-      inner *= extent[k - 1];
-      extent[k - 1] = 1;
-    }
-    std::array<std::size_t, N> index{};
-    while (true) {
-      row(inner);
-      std::size_t d = N - 1;
-      while (true) {
-        if (d == 0) return;
-        --d;
-        if (++index[d] < extent[d]) {
-          cursors.step(d);
-          break;
-        }
-        cursors.unstep(d, index[d] - 1);
-        index[d] = 0;
-      }
-    }
-  }
-}
+using dest_cursor = strided_cursor<T*, N>;
 
 // local_frame<Order, Layout>(mesh, e): the region of dims Order (global sizes from e.size<D>())
 // that this rank holds under Layout: the stripe at its coordinate for split dims, all else.
@@ -97,11 +51,9 @@ frame<Order> local_frame(const Mesh& m, const E& e) {
     if constexpr (is_split_in_v<Layout, d>) {
       using md = mesh_dim_of_t<Layout, d>;
       const auto parts = static_cast<std::size_t>(m.template size<md>());
-      if (global % parts != 0) {
-        throw error("meshpp: dim '" + std::string(d::name()) + "' of size " +
-                    std::to_string(global) + " is split over mesh dim '" + std::string(md::name()) +
-                    "' of size " + std::to_string(parts) + ", and " + std::to_string(global) +
-                    " is not divisible by " + std::to_string(parts));
+      if (auto problem = split_not_divisible(d::name(), global, md::name(), parts);
+          !problem.empty()) {
+        throw error("meshpp: " + problem);
       }
       fr.extent[i] = global / parts;
       fr.offset[i] = static_cast<std::size_t>(m.template coordinate<md>()) * fr.extent[i];
@@ -111,25 +63,6 @@ frame<Order> local_frame(const Mesh& m, const E& e) {
     }
   });
   return fr;
-}
-
-template <class... C>
-struct cursor_group {
-  std::tuple<C&...> members;
-  void step(std::size_t d) {
-    std::apply([&](auto&... c) { (c.step(d), ...); }, members);
-  }
-  void unstep(std::size_t d, std::size_t n) {
-    std::apply([&](auto&... c) { (c.unstep(d, n), ...); }, members);
-  }
-  template <class F>
-  void visit_strides(F&& f) {
-    std::apply([&](auto&... c) { (c.visit_strides(f), ...); }, members);
-  }
-};
-template <class... C>
-cursor_group<C...> group(C&... c) {
-  return {{c...}};
 }
 
 // A destination can take an expression without communication when every dim the expression

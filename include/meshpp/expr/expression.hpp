@@ -8,15 +8,9 @@
 // dims); its layout is the union of its operands' layouts. A shared dim must be split the
 // same way in every operand that splits it (a compile error otherwise); an operand that
 // holds a dim whole while another splits it is read at this rank's stripe (free slicing).
-//
-// Protocol of an operand E (tensors, scalars, and function nodes):
-//   E::shape_type, E::layout_type, E::mesh_type (void for a scalar), E::value_type
-//   e.template size<D>()      global size of dim D
-//   e.mesh_ptr()              the mesh, or nullptr for a scalar
-//   e.cursor(frame<O>)        a cursor reading e in the dim order O over a local region
+// The operands (tensors, scalars, other nodes) and what they provide: expr/operands.hpp.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <string>
 #include <tuple>
@@ -27,193 +21,12 @@
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
-#include "meshpp/core/tensor.hpp"
+#include "meshpp/expr/detail/cursors.hpp"
+#include "meshpp/expr/operands.hpp"
 
 namespace meshpp {
 
-/// @brief Tag base of every expression node (not tensors: they are leaves).
-struct expression_node {};
-
-// is_expression_v<E>: E is a tensor or an expression node
-template <class E>
-inline constexpr bool is_expression_v = is_tensor_v<std::remove_cvref_t<E>> ||
-                                        std::is_base_of_v<expression_node, std::remove_cvref_t<E>>;
-
-/// @brief A region of the local index space, in dim order O: `extent[i]` elements of dim
-/// O[i] starting at the global index `offset[i]`.
-template <class O>
-struct frame {
-  static constexpr std::size_t rank = O::rank;
-  std::array<std::size_t, rank> extent;
-  std::array<std::size_t, rank> offset;
-};
-
 namespace detail {
-
-// How a leaf is read along the innermost dim of the evaluation order: known from the types.
-enum class access { contiguous, invariant, strided };
-
-template <class S, class O>
-constexpr access access_of() {
-  if constexpr (O::rank == 0) {
-    return access::invariant;
-  } else {
-    using inner = dim_at_t<O, O::rank - 1>;
-    if constexpr (!contains_v<S, inner>)
-      return access::invariant;
-    else if constexpr (index_of_v<S, inner> + 1 == S::rank)
-      return access::contiguous;
-    else
-      return access::strided;
-  }
-}
-
-/// Reads a leaf's elements along rows of the evaluation order. `ptr` points at the start of
-/// the current row; step/unstep move it along the outer dims.
-template <class T, std::size_t N, access A>
-struct leaf_cursor {
-  const T* ptr;
-  std::array<std::ptrdiff_t, N> stride;
-
-  T at(std::size_t j) const {
-    if constexpr (A == access::contiguous)
-      return ptr[j];
-    else if constexpr (A == access::invariant)
-      return *ptr;
-    else
-      return ptr[static_cast<std::ptrdiff_t>(j) * stride[N - 1]];
-  }
-  void step(std::size_t d) { ptr += stride[d]; }
-  void unstep(std::size_t d, std::size_t n) { ptr -= stride[d] * static_cast<std::ptrdiff_t>(n); }
-  template <class F>
-  void visit_strides(F&& f) {
-    f(stride);
-  }
-};
-
-template <class T>
-struct scalar_cursor {
-  T value;
-  T at(std::size_t) const { return value; }
-  void step(std::size_t) {}
-  void unstep(std::size_t, std::size_t) {}
-  template <class F>
-  void visit_strides(F&&) {}
-};
-
-template <class F, class... C>
-struct function_cursor {
-  F f;
-  std::tuple<C...> args;
-
-  auto at(std::size_t j) const {
-    return std::apply([&](const auto&... c) { return f(c.at(j)...); }, args);
-  }
-  void step(std::size_t d) {
-    std::apply([&](auto&... c) { (c.step(d), ...); }, args);
-  }
-  void unstep(std::size_t d, std::size_t n) {
-    std::apply([&](auto&... c) { (c.unstep(d, n), ...); }, args);
-  }
-  template <class V>
-  void visit_strides(V&& v) {
-    std::apply([&](auto&... c) { (c.visit_strides(v), ...); }, args);
-  }
-};
-
-// Row-major strides of a local slice.
-template <std::size_t N, class Shape>
-std::array<std::ptrdiff_t, N> row_major_strides(const Shape& shape) {
-  std::array<std::ptrdiff_t, N> s{};
-  std::ptrdiff_t at = 1;
-  for (std::size_t i = N; i-- > 0;) {
-    s[i] = at;
-    at *= static_cast<std::ptrdiff_t>(shape[i]);
-  }
-  return s;
-}
-
-// for_each_index<N>(f): f(std::integral_constant<std::size_t, I>) for I in [0, N)
-template <std::size_t N, class F>
-constexpr void for_each_index(F&& f) {
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (f(std::integral_constant<std::size_t, I>{}), ...);
-  }
-  (std::make_index_sequence<N>{});
-}
-
-/// A tensor as an operand: by pointer when the expression was built from an lvalue (the
-/// tensor must outlive the expression, as with xtensor), by value when from an rvalue.
-template <class Tensor, bool Owned>
-class tensor_leaf : public expression_node {
- public:
-  using shape_type = typename Tensor::shape_type;
-  using layout_type = typename Tensor::layout_type;
-  using mesh_type = typename Tensor::mesh_type;
-  using value_type = typename Tensor::value_type;
-
-  explicit tensor_leaf(const Tensor& t) requires(!Owned) : t_(&t) {}
-  explicit tensor_leaf(Tensor&& t) requires Owned : t_(std::move(t)) {}
-
-  const Tensor& get() const {
-    if constexpr (Owned)
-      return t_;
-    else
-      return *t_;
-  }
-  template <class D>
-  std::size_t size() const {
-    return get().template extent<D>();
-  }
-  const mesh_type* mesh_ptr() const { return &get().mesh(); }
-
-  template <class O>
-  auto cursor(const frame<O>& fr) const {
-    constexpr std::size_t n = O::rank;
-    using S = shape_type;
-    const Tensor& t = get();
-    leaf_cursor<value_type, n, access_of<S, O>()> c{t.local().data(), {}};
-    const auto local_strides = row_major_strides<S::rank>(t.local().shape());
-    for_each_index<n>([&](auto i) {
-      using d = dim_at_t<O, i.value>;
-      if constexpr (contains_v<S, d>) {
-        constexpr std::size_t j = index_of_v<S, d>;
-        c.stride[i] = local_strides[j];
-        // The frame starts at a global index; this slice starts at its own local offset
-        // (the same when both are split alike, 0 when this operand holds the dim whole).
-        c.ptr +=
-            static_cast<std::ptrdiff_t>(fr.offset[i] - t.local_offsets()[j]) * local_strides[j];
-      } else {
-        c.stride[i] = 0;
-      }
-    });
-    return c;
-  }
-
- private:
-  std::conditional_t<Owned, Tensor, const Tensor*> t_;
-};
-
-/// An arithmetic scalar as an operand: broadcast over every dim.
-template <class T>
-class scalar_leaf : public expression_node {
- public:
-  using shape_type = shape<>;
-  using layout_type = layout<>;
-  using mesh_type = void;
-  using value_type = T;
-
-  explicit scalar_leaf(T v) : value_(v) {}
-  const void* mesh_ptr() const { return nullptr; }
-  template <class O>
-  scalar_cursor<T> cursor(const frame<O>&) const {
-    return {value_};
-  }
-
- private:
-  T value_;
-};
-
 // rule_in_t<L, Rule>: L's rule for Rule's tensor dim (or no_dim when Rule is no_dim)
 template <class L, class Rule>
 struct rule_in {
@@ -356,7 +169,7 @@ class function_expr : public expression_node {
   auto cursor(const frame<O>& fr) const {
     return std::apply(
         [&](const auto&... a) {
-          return detail::function_cursor<F, decltype(a.cursor(fr))...>{f_, {a.cursor(fr)...}};
+          return detail::function_cursor<F, decltype(a.cursor(fr))...>{{{a.cursor(fr)...}}, f_};
         },
         args_);
   }
@@ -404,56 +217,6 @@ class function_expr : public expression_node {
   F f_;
   std::tuple<Args...> args_;
 };
-
-namespace detail {
-// as_operand(x): a tensor (lvalue: referenced; rvalue: owned), an expression node (copied
-// or moved), or an arithmetic scalar converted to `Scalar`.
-template <class Scalar, class X>
-auto as_operand(X&& x) {
-  using D = std::remove_cvref_t<X>;
-  if constexpr (is_tensor_v<D>) {
-    if constexpr (std::is_lvalue_reference_v<X>)
-      return tensor_leaf<D, false>(x);
-    else
-      return tensor_leaf<D, true>(std::move(x));
-  } else if constexpr (std::is_base_of_v<expression_node, D>) {
-    return D(std::forward<X>(x));
-  } else {
-    return scalar_leaf<Scalar>(static_cast<Scalar>(x));
-  }
-}
-
-template <class X>
-struct value_type_of {
-  using type = std::remove_cvref_t<X>;
-};
-template <class X>
-requires is_expression_v<X>
-struct value_type_of<X> {
-  using type = typename std::remove_cvref_t<X>::value_type;
-};
-
-// The type scalars are converted to: that of the first expression operand, so `x * 0.5`
-// keeps a float tensor float.
-template <class... X>
-using scalar_type_t = typename value_type_of<
-    first_found_t<std::conditional_t<is_expression_v<X>, std::remove_cvref_t<X>, no_dim>...>>::type;
-}  // namespace detail
-
-namespace detail {
-// as_expression(x): a tensor as a (referencing) leaf; an expression node as itself
-template <class E>
-decltype(auto) as_expression(const E& e) {
-  if constexpr (is_tensor_v<E>)
-    return tensor_leaf<E, false>(e);
-  else
-    return (e);
-}
-}  // namespace detail
-
-// an operand: an expression or an arithmetic scalar
-template <class X>
-concept operand = is_expression_v<X> || std::is_arithmetic_v<std::remove_cvref_t<X>>;
 
 // make_function(f, operands...): the lazy node applying f element-wise; at least one
 // operand must be an expression.

@@ -28,6 +28,8 @@
 
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/blocks.hpp"
+#include "meshpp/core/detail/row_major.hpp"
+#include "meshpp/core/detail/traverse.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
@@ -123,13 +125,10 @@ void run_on_axis(int m, F&& f) {
   });
 }
 
-// outermost_v(ext, d): every dim before d has extent 1, so blocks along d are contiguous
+// outermost(ext, d): every dim before d has extent 1, so blocks along d are contiguous
 template <std::size_t N>
 bool outermost(const std::array<std::size_t, N>& ext, int d) {
-  for (int i = 0; i < d; ++i) {
-    if (ext[static_cast<std::size_t>(i)] != 1) return false;
-  }
-  return true;
+  return std::all_of(ext.begin(), ext.begin() + d, [](std::size_t e) { return e == 1; });
 }
 
 // The local extents after step s.
@@ -179,32 +178,16 @@ void for_each_piece(const std::array<std::size_t, N>& box, std::size_t budget, F
       --k;
     }
     const std::size_t rows = std::min(box[k], std::max<std::size_t>(1, budget / inner));
-    std::array<std::size_t, N> at{}, piece = box;
+    std::array<std::size_t, N> outside = box, piece = box;  // outside: the dims before k
     for (std::size_t i = 0; i < k; ++i) piece[i] = 1;
-    while (true) {
+    for (std::size_t i = k; i < N; ++i) outside[i] = 1;
+    for_each_position(outside, [&](std::array<std::size_t, N> at) {
       for (at[k] = 0; at[k] < box[k]; at[k] += rows) {
         piece[k] = std::min(rows, box[k] - at[k]);
         f(std::as_const(at), std::as_const(piece));
       }
-      at[k] = 0;
-      std::size_t i = k;
-      while (true) {  // next index of the dims outside the pieces
-        if (i == 0) return;
-        --i;
-        if (++at[i] < box[i]) break;
-        at[i] = 0;
-      }
-    }
+    });
   }
-}
-
-// offset_of(shape, at): the row-major offset of index `at`
-template <std::size_t N>
-std::size_t offset_of(const std::array<std::size_t, N>& shape,
-                      const std::array<std::size_t, N>& at) {
-  std::size_t o = 0;
-  for (std::size_t i = 0; i < N; ++i) o = o * shape[i] + at[i];
-  return o;
 }
 
 struct send_staging;
@@ -261,12 +244,12 @@ void alltoall_step(const Mesh& mesh, const relayout_step& s, const T* src,
         if (j == c) continue;
         const std::size_t slot = (j < c ? j : j - 1) * n;  // staged pieces: p - 1 in a row
         if (send_direct) {
-          send_offsets[j] = offset_of(ext, send_at(j, at));
+          send_offsets[j] = linear_index(send_at(j, at), ext);
         } else {
           copy_box(src, ext, send_at(j, at), send_stage + slot, piece, zero, piece);
           send_offsets[j] = slot;
         }
-        recv_offsets[j] = recv_direct ? offset_of(out_ext, recv_at(j, at)) : slot;
+        recv_offsets[j] = recv_direct ? linear_index(recv_at(j, at), out_ext) : slot;
       }
       exchange(send_direct ? src : send_stage, send_offsets.data(), recv_direct ? dst : recv_stage,
                recv_offsets.data(), n);

@@ -6,7 +6,7 @@
 // they are). When Dim is split over mesh dim m, every rank knows every member's input stripe
 // and output range, so each computes the contiguous pieces it sends to and receives from
 // each member, and one collective permute over m moves exactly those pieces; what stays on
-// the rank is copied locally. slice, pad, concat, split, shift and halo_exchange are this.
+// the rank is copied locally. slice, pad, concat, split_along, shift and halo_exchange are this.
 #pragma once
 
 #include <algorithm>
@@ -34,6 +34,11 @@ struct index_range {
 struct remap_piece {
   long out, in, len;
 };
+
+// stripe_ranges(length)(q): the range of member q's stripe when every member holds `length`
+inline auto stripe_ranges(long length) {
+  return [length](int q) { return index_range{q * length, (q + 1) * length}; };
+}
 
 // remap_pieces(out, src, delta, size, wrap, pieces): the runs of output indices in `out` whose
 // sources (o + delta, modulo size when wrap) lie in `src`
@@ -84,7 +89,7 @@ void remap_along(const Tensor& t, long delta, bool wrap, OutRange&& out_range,
     me = t.mesh().template coordinate<mesh_dim_of_t<L, Dim>>();
   }
   const index_range mine = out_range(me);
-  auto in_range = [&](int q) { return index_range{q * la, (q + 1) * la}; };
+  const auto in_range = stripe_ranges(la);
 
   // what stays here
   std::vector<remap_piece> pieces;
@@ -151,12 +156,12 @@ extents<Dims...> with_size(const extents<Dims...>& e, std::size_t n) {
       dim_extent<Dims>{std::is_same_v<Dims, Dim> ? n : e.template get<Dims>()}...};
 }
 
-// block_range(t_out): member q's output range along Dim under t_out's layout
+// block_ranges<Dim>(out): member q's output range along Dim under out's layout, as a function
+// of q
 template <class Dim, class Tensor>
 auto block_ranges(const Tensor& out) {
-  const long la =
-      static_cast<long>(out.local_shape()[index_of_v<typename Tensor::shape_type, Dim>]);
-  return [la](int q) { return index_range{q * la, (q + 1) * la}; };
+  return stripe_ranges(
+      static_cast<long>(out.local_shape()[index_of_v<typename Tensor::shape_type, Dim>]));
 }
 
 }  // namespace detail

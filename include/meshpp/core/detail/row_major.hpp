@@ -2,6 +2,7 @@
 //
 //   linear_index({1, 2}, {3, 4})       -> 6        (1 * 4 + 2)
 //   coordinates_at(6, {3, 4})          -> {1, 2}
+//   row_major_strides<2>({3, 4})       -> {4, 1}
 //
 // The one mapping between a number and N-d coordinates: a rank and its mesh coordinates (the
 // mesh numbers its ranks row-major over its dims as declared), an element and its index in a
@@ -48,6 +49,26 @@ constexpr std::array<I, N> coordinates_at(I index, const std::array<S, N>& sizes
   std::array<I, N> coords{};
   set_coordinates(index, sizes, coords);
   return coords;
+}
+
+// row_major_strides<N>(shape): the strides of a row-major array of `shape`, in elements
+template <std::size_t N, class Shape>
+constexpr std::array<std::ptrdiff_t, N> row_major_strides(const Shape& shape) {
+  std::array<std::ptrdiff_t, N> s{};
+  std::ptrdiff_t at = 1;
+  for (std::size_t i = N; i-- > 0;) {
+    s[i] = at;
+    at *= static_cast<std::ptrdiff_t>(shape[i]);
+  }
+  return s;
+}
+
+// element_count(shape): the product of the extents
+template <std::size_t N>
+constexpr std::size_t element_count(const std::array<std::size_t, N>& shape) {
+  std::size_t n = 1;
+  for (std::size_t e : shape) n *= e;
+  return n;
 }
 
 }  // namespace meshpp::detail
