@@ -27,9 +27,12 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "meshpp/core/detail/checked.hpp"
+#include "meshpp/core/detail/row_major.hpp"
+#include "meshpp/core/detail/traverse.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/random.hpp"
@@ -117,31 +120,16 @@ void agree_on_making(const typename Tensor::mesh_type& m, const char* who,
 template <class Tensor, class F>
 void for_each_element(Tensor& t, F&& f) {
   constexpr std::size_t n = Tensor::rank;
-  auto& local = t.local();
-  const auto& global_shape = t.global_shape();
   const auto& offsets = t.local_offsets();
-  std::array<std::uint64_t, n> global_stride{};
-  std::uint64_t stride = 1;
-  for (std::size_t i = n; i-- > 0;) {
-    global_stride[i] = stride;
-    stride *= global_shape[i];
-  }
-  typename Tensor::index_type global = offsets;
-  std::uint64_t linear = 0;
-  for (std::size_t i = 0; i < n; ++i) linear += global[i] * global_stride[i];
-  const std::size_t count = local.size();
-  auto* data = local.data();
-  for (std::size_t j = 0; j < count; ++j) {
-    f(data[j], std::as_const(global), linear);
-    // odometer step over the local slice, keeping the global index and its linear form
-    for (std::size_t i = n; i-- > 0;) {
-      ++global[i];
-      linear += global_stride[i];
-      if (global[i] < offsets[i] + local.shape()[i]) break;
-      global[i] = offsets[i];
-      linear -= local.shape()[i] * global_stride[i];
-    }
-  }
+  // the global linear index, stepped along the local slice by the global strides
+  strided_cursor<std::uint64_t, n> linear{linear_index(offsets, t.global_shape()),
+                                          row_major_strides<n>(t.global_shape())};
+  auto* element = t.local().data();
+  typename Tensor::index_type global{};
+  for_each_position(t.local_shape(), linear, [&](const auto& position) {
+    for (std::size_t i = 0; i < n; ++i) global[i] = offsets[i] + position[i];
+    f(*element++, std::as_const(global), linear.ptr);
+  });
 }
 }  // namespace detail
 

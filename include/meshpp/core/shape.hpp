@@ -177,10 +177,7 @@ namespace detail {
 // visits a shape's dims one by one (dim_at_t<S, I>) where each needs its own type
 template <std::size_t N, class F>
 constexpr void for_each_index(F&& f) {
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (f(std::integral_constant<std::size_t, I>{}), ...);
-  }
-  (std::make_index_sequence<N>{});
+  mp11::mp_for_each<mp11::mp_iota_c<N>>(f);
 }
 }  // namespace detail
 
