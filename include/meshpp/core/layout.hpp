@@ -90,7 +90,9 @@ inline constexpr bool two_tensor_dims_on_one_mesh_dim = std::is_same_v<Split, de
 }  // namespace offending
 
 /// @brief A set of layout rules (split<TensorDim, MeshDim>...).
-/// A tensor dim may have one rule at most: the paper's layouts are injective partial maps.
+/// A tensor dim may have one rule at most (the rules are a partial map from tensor dims to
+/// mesh dims). Rules may share a mesh dim; a tensor's own layout may not (is_injective_v):
+/// the paper's layouts are injective partial maps.
 template <class... Splits>
 struct layout {
   static_assert(offending::not_a_split_rule<detail::first_non_split_t<Splits...>>,
