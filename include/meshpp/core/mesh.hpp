@@ -14,7 +14,9 @@
 
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -180,10 +182,12 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
   static constexpr std::array<std::string_view, ndims> names() { return {MeshDims::name()...}; }
 
   /// "[rows:2, cols:4]"
-  std::string describe() const {
+  std::string describe() const { return describe(sizes()); }
+  // describe(sizes): the same for a mesh of these sizes
+  static std::string describe(const coordinates_type& sizes) {
     std::string out = "[";
     for (std::size_t i = 0; i < ndims; ++i) {
-      detail::append(out, i ? ", " : "", names()[i], ':', sizes()[i]);
+      detail::append(out, i ? ", " : "", names()[i], ':', sizes[i]);
     }
     return out + "]";
   }
@@ -205,13 +209,8 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
     std::vector<boost::mpi::communicator> groups;  // indexed by mesh-dim bit set
 
     state(const coordinates_type& s, const boost::mpi::communicator& comm) : world(comm), sizes(s) {
-      long long product = 1;
-      std::string shape_text = "[";
-      for (std::size_t i = 0; i < ndims; ++i) {
-        detail::append(shape_text, i ? ", " : "", names()[i], ':', s[i]);
-        product *= s[i];
-      }
-      shape_text += "]";
+      const long long product = std::accumulate(s.begin(), s.end(), 1LL, std::multiplies<>());
+      const std::string shape_text = describe(s);
       // The shape must be the same on every rank: agreed first (one allreduce of 2 ndims
       // ints), so that a shape wrong on one rank only fails on all of them, not there alone
       // while the others wait in the communicator splits below.

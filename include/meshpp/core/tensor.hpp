@@ -10,6 +10,7 @@
 //   x.local()                                                  // this rank's xt::xtensor
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <string>
@@ -171,7 +172,7 @@ class tensor {
   // local_shape(): the shape of this rank's slice
   index_type local_shape() const {
     index_type s;
-    for (std::size_t i = 0; i < rank; ++i) s[i] = local_.shape()[i];
+    std::copy_n(local_.shape().begin(), rank, s.begin());
     return s;
   }
   // local_offsets(): the global index of this rank's slice's first element, in each dim

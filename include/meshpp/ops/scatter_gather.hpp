@@ -70,15 +70,12 @@ requires is_tensor_v<Tensor> Tensor scatter(const typename Tensor::mesh_type& m,
               std::to_string(global.dimension()) + " dims; the tensor " +
               to_string(typename Tensor::shape_type{}) + " has " + std::to_string(n);
   } else {
-    for (std::size_t i = 0; i < n; ++i) {
-      if (static_cast<std::size_t>(global.shape()[i]) != t.global_shape()[i]) {
-        typename Tensor::index_type got{};
-        for (std::size_t j = 0; j < n; ++j) got[j] = global.shape()[j];
-        problem = "meshpp::scatter: the global array on rank " + std::to_string(m.rank()) +
-                  " has shape " + detail::shape_text(got) + ", but the extents give " +
-                  to_string(t.sizes());
-        break;
-      }
+    typename Tensor::index_type got{};
+    std::copy_n(global.shape().begin(), n, got.begin());
+    if (got != t.global_shape()) {
+      problem = "meshpp::scatter: the global array on rank " + std::to_string(m.rank()) +
+                " has shape " + detail::shape_text(got) + ", but the extents give " +
+                to_string(t.sizes());
     }
   }
   agree_or_throw(m.world(), problem);
