@@ -183,7 +183,7 @@ struct bucket_case {
     CHECK(meshpp_test::max_abs_difference(*u.grad(), mp::eval(mp::einsum<ih>(x0, dz) * times)) <
           1e-12);
     CHECK(meshpp_test::max_abs_difference(*bias.grad(),
-                                          mp::eval(mp::reduce_sum<mp::shape<hidden>>(dy) * times)) < 1e-12);
+                                          mp::eval(mp::reduce_sum_to<mp::shape<hidden>>(dy) * times)) < 1e-12);
   }
   std::uint64_t values() const {
     return w.value().local().size() + u.value().local().size() + bias.value().local().size();

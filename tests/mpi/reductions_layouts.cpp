@@ -42,10 +42,10 @@ TEST_CASE("(a), (d): the reduced dims whole, a kept dim split: no communication"
       m, [&] { return mp::reduce_sum<batch, seq>(a); }, reduction_reference<1>(kind::sum, A, {H}),
       tol, 0);
   // to [hidden, batch]: seq reduced, the kept dims transposed, hidden still split
-  using out2 = decltype(mp::reduce_mean<mp::shape<hidden, batch>>(a));
+  using out2 = decltype(mp::reduce_mean_to<mp::shape<hidden, batch>>(a));
   static_assert(std::is_same_v<layout_of<out2>, mp::layout<mp::split<hidden, all>>>);
   check_reduction(
-      m, [&] { return mp::reduce_mean<mp::shape<hidden, batch>>(a); },
+      m, [&] { return mp::reduce_mean_to<mp::shape<hidden, batch>>(a); },
       reduction_reference<2>(kind::mean, A, {H, B}), tol, 0);
   // reducing the split dim too does communicate
   check_reduction(
@@ -71,11 +71,11 @@ TEST_CASE("(b): the reduced dim split over one mesh dim") {
   (void)mp::reduce_sum<batch>(a);
   CHECK(m.counters().at(mp::collective::allreduce, over_all).values == ns * nh);
   // (d) batch kept and split, seq reduced and whole: no communication; [hidden, batch] order
-  using out2 = decltype(mp::reduce_sum<mp::shape<hidden, batch>>(a));
+  using out2 = decltype(mp::reduce_sum_to<mp::shape<hidden, batch>>(a));
   static_assert(std::is_same_v<shape_of<out2>, mp::shape<hidden, batch>>);
   static_assert(std::is_same_v<layout_of<out2>, mp::layout<mp::split<batch, all>>>);
   check_reduction(
-      m, [&] { return mp::reduce_sum<mp::shape<hidden, batch>>(a); },
+      m, [&] { return mp::reduce_sum_to<mp::shape<hidden, batch>>(a); },
       reduction_reference<2>(kind::sum, A, {H, B}), tol, 0);
   // of an expression
   xt::xtensor<double, 3> E(A.shape());

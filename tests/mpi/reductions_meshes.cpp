@@ -38,11 +38,11 @@ TEST_CASE("(c), (d) on a 2-D mesh: batch:rows, hidden:cols") {
       m, [&] { return mp::reduce_sum<hidden>(a); }, reduction_reference<2>(kind::sum, A, {B, S}),
       tol, c);
   // to [hidden, batch]: the kept dims transposed, each still split over its mesh dim
-  using out3 = decltype(mp::reduce_sum<mp::shape<hidden, batch>>(a));
+  using out3 = decltype(mp::reduce_sum_to<mp::shape<hidden, batch>>(a));
   static_assert(
       std::is_same_v<layout_of<out3>, mp::layout<mp::split<hidden, cols>, mp::split<batch, rows>>>);
   check_reduction(
-      m, [&] { return mp::reduce_sum<mp::shape<hidden, batch>>(a); },
+      m, [&] { return mp::reduce_sum_to<mp::shape<hidden, batch>>(a); },
       reduction_reference<2>(kind::sum, A, {H, B}), tol, 0);
   // everything: over rows and cols at once
   check_reduction(
@@ -65,7 +65,7 @@ TEST_CASE("a 3-D mesh: batch:x, seq:y, hidden:z") {
       m, [&] { return mp::reduce_sum<seq>(a); }, reduction_reference<2>(kind::sum, A, {B, H}), tol,
       mesh_t::mask_v<y>);
   check_reduction(
-      m, [&] { return mp::reduce_min<mp::shape<hidden>>(a); },
+      m, [&] { return mp::reduce_min_to<mp::shape<hidden>>(a); },
       reduction_reference<1>(kind::min, A, {H}), 0, mesh_t::mask_v<x, y>);
 }
 
@@ -86,7 +86,7 @@ TEST_CASE("every shape of a 4-D mesh: batch:x, seq:y, hidden whole") {
         m, [&] { return mp::reduce_sum<hidden>(a); }, reduction_reference<2>(kind::sum, A, {B, S}),
         tol, 0);
     check_reduction(
-        m, [&] { return mp::reduce_sum<mp::shape<hidden>>(a); },
+        m, [&] { return mp::reduce_sum_to<mp::shape<hidden>>(a); },
         reduction_reference<1>(kind::sum, A, {H}), tol, mesh_t::mask_v<x, y>);
   }
 }

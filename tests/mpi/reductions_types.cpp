@@ -108,7 +108,7 @@ TEST_CASE("a bool expression sums to an int count") {
   check_reduction(
       m, [&] { return mp::reduce_sum(a > b); }, count, 0, r | c);
   check_reduction(
-      m, [&] { return mp::reduce_sum<mp::shape<hidden>>(a > b); },
+      m, [&] { return mp::reduce_sum_to<mp::shape<hidden>>(a > b); },
       reduction_reference<1>(kind::sum, greater, {H}), 0, r);
 }
 

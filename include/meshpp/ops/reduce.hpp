@@ -123,8 +123,8 @@ MESHPP_IVDEP
   return out;
 }
 
-// The output shape a reduce call names: reduce_x<shape<...>>(e) gives it; reduce_x<Dims...>(e)
-// names the dims to reduce out (all when none are named). `unknown_reduced_dim` is the first
+// The output shape a reduce call names: reduce_x_to<shape<...>>(e) gives it (Ts is that one
+// shape); reduce_x<Dims...>(e) names the dims to reduce out (all when none are named). `unknown_reduced_dim` is the first
 // named dim to reduce that S lacks, `unknown_output_dim` the first output dim S lacks (or no_dim).
 template <class S, class... Ts>
 struct reduce_output {
@@ -165,42 +165,102 @@ auto reduce(const E& e) {
   return out;
 }
 
+// reduce_expression<Op, Spec...>(e): reduce<Op, ..., Spec...> of e as an expression
+template <class Op, class... Spec, class E>
+auto reduce_expression(const E& e) {
+  return reduce<Op, std::remove_cvref_t<decltype(as_expression(e))>, Spec...>(as_expression(e));
+}
+
 }  // namespace detail
 
 // Each reduce_x checks the dims it is given here, at the call, so a misnamed dim is reported
-// in the user's terms; the conditions name the dim and x's shape.
+// in the user's terms; the conditions name the dim and x's shape. Two spellings, never one
+// for the other: reduce_x<Dims...>(x) names the dims to reduce out, reduce_x_to<shape<...>>(x)
+// the shape of the result (reduce_x<shape<batch>> would read as either, so it is an error).
 
-// The checks of reduce_x<Ts...>(e), with the function's own name in the messages.
+namespace offending {
+template <class T>
+inline constexpr bool shape_given_as_dims_to_reduce = !is_shape_v<T>;
+}  // namespace offending
+
 #define MESHPP_REDUCE_CHECKS(NAME)                                                             \
+  static_assert((offending::shape_given_as_dims_to_reduce<Ts> && ...),                         \
+                "meshpp::" #NAME "<Dims...>(x) names the dims to reduce out; for the shape "   \
+                "of the result write " #NAME "_to<shape<Out...>>(x)");                         \
   using S = typename E::shape_type;                                                            \
-  using names = detail::reduce_output<S, Ts...>;                                               \
-  static_assert(offending::reduced_dim_not_in_operand<typename names::unknown_reduced_dim, S>, \
+  static_assert(offending::reduced_dim_not_in_operand<                                         \
+                    typename detail::reduce_output<S, Ts...>::unknown_reduced_dim, S>,         \
                 "meshpp::" #NAME "<Dims...>(x): x has no dim of that name to reduce");         \
-  static_assert(offending::output_dim_not_in_operand<typename names::unknown_output_dim, S>,   \
-                "meshpp::" #NAME                                                               \
-                "<shape<Out...>>(x): the output shape names a dim x does not "                 \
-                "have")
+  constexpr bool named_right =                                                                 \
+      (!is_shape_v<Ts> && ...) && detail::reduce_names_known_dims_v<S, Ts...>
+#define MESHPP_REDUCE_TO_CHECKS(NAME)                                                          \
+  static_assert(is_shape_v<Out>, "meshpp::" #NAME "_to<Out>(x): Out must be a shape<...>");    \
+  using S = typename E::shape_type;                                                            \
+  static_assert(offending::output_dim_not_in_operand<                                          \
+                    typename detail::reduce_output<S, Out>::unknown_output_dim, S>,            \
+                "meshpp::" #NAME "_to<shape<Out...>>(x): the output shape names a dim x does " \
+                "not have");                                                                   \
+  constexpr bool named_right = is_shape_v<Out> && detail::reduce_names_known_dims_v<S, Out>
 
-// reduce_sum<Dims...>(e), reduce_sum<shape<Out...>>(e), reduce_sum(e); likewise reduce_max
-// and reduce_min. Over a dim of size 0 each gives its identity: 0, -inf and +inf (for integers
-// their lowest and highest values): the identities of the
-// operations, so that a reduction in parts combines with it exactly.
-#define MESHPP_REDUCTION(NAME, OP)                                                               \
-  template <class... Ts, class E>                                                                \
-  requires is_expression_v<E>                                                                    \
-  auto NAME(const E& e) {                                                                        \
-    MESHPP_REDUCE_CHECKS(NAME);                                                                  \
-    if constexpr (detail::reduce_names_known_dims_v<S, Ts...>) {                                 \
-      return detail::reduce<OP, std::remove_cvref_t<decltype(detail::as_expression(e))>, Ts...>( \
-          detail::as_expression(e));                                                             \
-    }                                                                                            \
+// reduce_sum<Dims...>(e): Dims summed out (every dim when none is named);
+// reduce_sum_to<shape<Out...>>(e): e summed to the shape Out (the dims Out lacks summed out).
+// Likewise reduce_max(_to) and reduce_min(_to). Over a dim of size 0 each gives its identity:
+// 0, -inf and +inf (for integers their lowest and highest values), so that a reduction in
+// parts combines with it exactly.
+#define MESHPP_REDUCTION(NAME, OP)                                                        \
+  template <class... Ts, class E>                                                         \
+  requires is_expression_v<E>                                                             \
+  auto NAME(const E& e) {                                                                 \
+    MESHPP_REDUCE_CHECKS(NAME);                                                           \
+    if constexpr (named_right) return detail::reduce_expression<OP, Ts...>(e);            \
+  }                                                                                       \
+  template <class Out, class E>                                                           \
+  requires is_expression_v<E>                                                             \
+  auto NAME##_to(const E& e) {                                                            \
+    MESHPP_REDUCE_TO_CHECKS(NAME);                                                        \
+    if constexpr (named_right) return detail::reduce_expression<OP, Out>(e);              \
   }
 MESHPP_REDUCTION(reduce_sum, op::sum)
 MESHPP_REDUCTION(reduce_max, op::max)
 MESHPP_REDUCTION(reduce_min, op::min)
 #undef MESHPP_REDUCTION
 
-// reduce_mean<Dims...>(e), reduce_mean<shape<Out...>>(e), reduce_mean(e): the sum divided
+namespace detail {
+// mean<Spec...>(e): the work of reduce_mean<Spec...>(e) and reduce_mean_to<Spec>(e), once
+// their checks passed: the sum divided by the number of elements reduced (global sizes)
+template <class... Spec, class E>
+auto mean(const E& e) {
+  const auto& x = as_expression(e);
+  using X = std::remove_cvref_t<decltype(x)>;
+  using reduced = typename reduce_output<typename X::shape_type, Spec...>::reduced;
+  double count = 1;
+  for_each_index<reduced::rank>([&](auto i) {
+    using d = dim_at_t<reduced, i.value>;
+    const std::size_t n = x.template size<d>();
+    // the same sizes on every rank, so every rank throws here, before the allreduce
+    if (n == 0) {
+      throw error("meshpp::reduce_mean: dim '" + std::string(d::name()) +
+                  "' has size 0, and the mean of no elements is undefined (reduce_sum "
+                  "gives 0)");
+    }
+    count *= static_cast<double>(n);
+  });
+  auto out = reduce<op::sum, X, Spec...>(x);
+  using T = typename decltype(out)::value_type;
+  if constexpr (std::is_integral_v<T>) {
+    // integer division, truncating (as TensorFlow's reduce_mean of ints): a scale of
+    // static_cast<T>(1.0 / count) would be 0
+    const T divisor = static_cast<T>(count);
+    for (auto& v : out.local()) v /= divisor;
+  } else {
+    const T scale = static_cast<T>(1.0 / count);
+    for (auto& v : out.local()) v *= scale;
+  }
+  return out;
+}
+}  // namespace detail
+
+// reduce_mean<Dims...>(e), reduce_mean_to<shape<Out...>>(e), reduce_mean(e): the sum divided
 // by the number of elements reduced (global sizes). A reduced dim of size 0 throws
 // meshpp::error on every rank (the mean of nothing: not a silent NaN, nor an integer division
 // by zero).
@@ -208,37 +268,16 @@ template <class... Ts, class E>
 requires is_expression_v<E>
 auto reduce_mean(const E& e) {
   MESHPP_REDUCE_CHECKS(reduce_mean);
-  if constexpr (detail::reduce_names_known_dims_v<S, Ts...>) {
-    const auto& x = detail::as_expression(e);
-    using X = std::remove_cvref_t<decltype(x)>;
-    using reduced = typename names::reduced;
-    double count = 1;
-    detail::for_each_index<reduced::rank>([&](auto i) {
-      using d = dim_at_t<reduced, i.value>;
-      const std::size_t n = x.template size<d>();
-      // the same sizes on every rank, so every rank throws here, before the allreduce
-      if (n == 0) {
-        throw error("meshpp::reduce_mean: dim '" + std::string(d::name()) +
-                    "' has size 0, and the mean of no elements is undefined (reduce_sum "
-                    "gives 0)");
-      }
-      count *= static_cast<double>(n);
-    });
-    auto out = detail::reduce<op::sum, X, Ts...>(x);
-    using T = typename decltype(out)::value_type;
-    if constexpr (std::is_integral_v<T>) {
-      // integer division, truncating (as TensorFlow's reduce_mean of ints): a scale of
-      // static_cast<T>(1.0 / count) would be 0
-      const T divisor = static_cast<T>(count);
-      for (auto& v : out.local()) v /= divisor;
-    } else {
-      const T scale = static_cast<T>(1.0 / count);
-      for (auto& v : out.local()) v *= scale;
-    }
-    return out;
-  }
+  if constexpr (named_right) return detail::mean<Ts...>(e);
+}
+template <class Out, class E>
+requires is_expression_v<E>
+auto reduce_mean_to(const E& e) {
+  MESHPP_REDUCE_TO_CHECKS(reduce_mean);
+  if constexpr (named_right) return detail::mean<Out>(e);
 }
 
 #undef MESHPP_REDUCE_CHECKS
+#undef MESHPP_REDUCE_TO_CHECKS
 
 }  // namespace meshpp

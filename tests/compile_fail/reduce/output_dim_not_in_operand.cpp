@@ -1,7 +1,7 @@
-// expect-error: meshpp::reduce_sum<shape<Out\.\.\.>>\(x\): the output shape names a dim x does not have
+// expect-error: meshpp::reduce_sum_to<shape<Out\.\.\.>>\(x\): the output shape names a dim x does not have
 // expect-error: output_dim_not_in_operand<seq, meshpp::shape<batch, hidden> ?>
 //
-// reduce_sum<shape<Out...>>(x) keeps the dims Out and sums out the rest; each dim of Out must
+// reduce_sum_to<shape<Out...>>(x) keeps the dims Out and sums out the rest; each dim of Out must
 // be a dim of x: x[batch, hidden] has no seq. The twin reduces to [batch].
 #include <meshpp/core/layout.hpp>
 #include <meshpp/core/mesh.hpp>
@@ -20,7 +20,7 @@ using x_t = meshpp::tensor_of<float, shape<batch, hidden>, mesh_t>;
 
 // never called: cases are only compiled
 #ifndef MESHPP_COMPILE_FAIL_TWIN
-auto total(const x_t& x) { return meshpp::reduce_sum<shape<batch, seq>>(x); }
+auto total(const x_t& x) { return meshpp::reduce_sum_to<shape<batch, seq>>(x); }
 #else
-auto total(const x_t& x) { return meshpp::reduce_sum<shape<batch>>(x); }
+auto total(const x_t& x) { return meshpp::reduce_sum_to<shape<batch>>(x); }
 #endif
