@@ -46,6 +46,7 @@
 #include "meshpp/expr/expression.hpp"
 #include "meshpp/expr/functions.hpp"
 #include "meshpp/ops/reduce.hpp"
+#include "meshpp/ops/detail/materialized.hpp"
 
 namespace meshpp {
 
@@ -55,15 +56,6 @@ inline constexpr bool softmax_dim_not_in_operand = false;
 }  // namespace offending
 
 namespace detail {
-
-// materialized(x): a tensor as itself (by reference), an expression node evaluated once
-template <class E>
-decltype(auto) materialized(const E& e) {
-  if constexpr (is_tensor_v<E>)
-    return (e);
-  else
-    return eval(e);
-}
 
 // finite_or_zero: the shift of a stable log-sum-exp: the maximum where it is finite, else 0
 struct finite_or_zero {
