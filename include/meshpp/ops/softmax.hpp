@@ -45,8 +45,8 @@
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/expression.hpp"
 #include "meshpp/expr/functions.hpp"
-#include "meshpp/ops/reduce.hpp"
 #include "meshpp/ops/detail/materialized.hpp"
+#include "meshpp/ops/reduce.hpp"
 
 namespace meshpp {
 

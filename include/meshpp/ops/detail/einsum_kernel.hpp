@@ -1,6 +1,6 @@
 // meshpp/ops/detail/einsum_kernel.hpp — einsum's local product on one rank: the operands
-// made ready for gemm (as they lie, or copied once into gemm order), gemm itself over CBLAS
-// (a plain loop for other element types), and the transposing copy of a result.
+// made ready for gemm (as they lie, or copied once into gemm order), gemm itself over any
+// CBLAS (a plain loop for other element types), and the transposing copy of a result.
 //
 //   C[batch, M, N] = A[batch, M, K] B[batch, K, N]   one gemm per batch index
 #pragma once
@@ -81,14 +81,17 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
   }
   const auto ta = trans_a ? CblasTrans : CblasNoTrans;
   const auto tb = trans_b ? CblasTrans : CblasNoTrans;
-  const auto im = static_cast<blasint>(m), in = static_cast<blasint>(n),
-             ik = static_cast<blasint>(k);
+  // int, as the standard cblas.h declares the sizes (OpenBLAS's blasint is int too, unless
+  // built with 64-bit ints, where an int argument widens): any CBLAS will do
+  const auto im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
+  const auto ilda = static_cast<int>(lda), ildb = static_cast<int>(ldb),
+             ildc = static_cast<int>(ldc);
   if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta, tb, im, in, ik, 1.0f, a, static_cast<blasint>(lda), b,
-                static_cast<blasint>(ldb), accumulate ? 1.0f : 0.0f, c, static_cast<blasint>(ldc));
+    cblas_sgemm(CblasRowMajor, ta, tb, im, in, ik, 1.0f, a, ilda, b, ildb, accumulate ? 1.0f : 0.0f,
+                c, ildc);
   } else if constexpr (std::is_same_v<T, double>) {
-    cblas_dgemm(CblasRowMajor, ta, tb, im, in, ik, 1.0, a, static_cast<blasint>(lda), b,
-                static_cast<blasint>(ldb), accumulate ? 1.0 : 0.0, c, static_cast<blasint>(ldc));
+    cblas_dgemm(CblasRowMajor, ta, tb, im, in, ik, 1.0, a, ilda, b, ildb, accumulate ? 1.0 : 0.0, c,
+                ildc);
   } else {  // no BLAS for this type: a plain triple loop
     for (std::size_t i = 0; i < m; ++i) {
       for (std::size_t j = 0; j < n; ++j) {
