@@ -1,6 +1,6 @@
 # meshpp's dependencies, found the same way by meshpp's own build and by its package config.
 # All come from Debian packages: libboost-mpi-dev openmpi-bin libopenmpi-dev libxtensor-dev
-# libxtensor-blas-dev libxsimd-dev libopenblas-dev zlib1g-dev.
+# libxsimd-dev libopenblas-dev zlib1g-dev.
 # Optional: libhdf5-openmpi-dev (parallel HDF5, for meshpp/io/checkpoint.hpp, see below).
 # zlib: meshpp/io/idx.hpp reads the gzip'd IDX files Debian's dataset-fashion-mnist ships.
 include(CMakeFindDependencyMacro)
@@ -9,9 +9,12 @@ find_dependency(MPI COMPONENTS CXX)
 find_dependency(Boost 1.74 COMPONENTS mpi)
 find_dependency(xtensor)
 find_dependency(xsimd)  # meshpp/ops/softmax.hpp: the vectorized exp of softmax's rows
-find_dependency(xtensor-blas)
+# Any BLAS with the standard CBLAS interface (cblas.h, int sizes) will do: einsum calls only
+# cblas_sgemm and cblas_dgemm. OpenBLAS by default; -DBLA_VENDOR=... chooses another (the
+# reference BLAS is many times slower). The cblas.h found first on the include path must be
+# the chosen library's.
 if(NOT DEFINED BLA_VENDOR)
-  set(BLA_VENDOR OpenBLAS)  # the reference BLAS is many times slower; override to choose
+  set(BLA_VENDOR OpenBLAS)
 endif()
 find_dependency(BLAS)
 find_dependency(ZLIB)

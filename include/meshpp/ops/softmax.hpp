@@ -8,8 +8,9 @@
 //   auto ids = mp::argmax<vocab>(logits);                 // int32 [batch, length]
 //
 // Each shifts by the maximum over Dim before exponentiating, so no exp overflows:
-//   logsumexp(x) = m + log(sum_Dim exp(x - m)),  m = max_Dim x   (m is taken as 0 where it is
-//                                                                 infinite: a row of -inf gives -inf)
+//   logsumexp(x) = m + log(sum_Dim exp(x - m)),  m = max_Dim x   (m is taken as 0 where it
+//                                                                 is infinite: a row of -inf
+//                                                                 gives -inf)
 //   softmax(x)     = exp(x - m) / sum_Dim exp(x - m)     (a row of -inf only gives NaN, as 0/0;
 //                                                         m = +inf is kept, so a row holding
 //                                                         +inf gives NaN throughout, as a
@@ -45,6 +46,7 @@
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/expression.hpp"
 #include "meshpp/expr/functions.hpp"
+#include "meshpp/ops/detail/materialized.hpp"
 #include "meshpp/ops/reduce.hpp"
 
 namespace meshpp {
@@ -55,15 +57,6 @@ inline constexpr bool softmax_dim_not_in_operand = false;
 }  // namespace offending
 
 namespace detail {
-
-// materialized(x): a tensor as itself (by reference), an expression node evaluated once
-template <class E>
-decltype(auto) materialized(const E& e) {
-  if constexpr (is_tensor_v<E>)
-    return (e);
-  else
-    return eval(e);
-}
 
 // finite_or_zero: the shift of a stable log-sum-exp: the maximum where it is finite, else 0
 struct finite_or_zero {
@@ -172,9 +165,9 @@ struct index_at_maximum {
 
 // The check of every function here: x has Dim. At the public entry point, so that the message
 // names the function.
-#define MESHPP_SOFTMAX_CHECK(NAME)                                                         \
-  static_assert(contains_v<typename E::shape_type, Dim> ||                                 \
-                    offending::softmax_dim_not_in_operand<Dim, typename E::shape_type>,    \
+#define MESHPP_SOFTMAX_CHECK(NAME)                                                      \
+  static_assert(contains_v<typename E::shape_type, Dim> ||                              \
+                    offending::softmax_dim_not_in_operand<Dim, typename E::shape_type>, \
                 "meshpp::" #NAME "<Dim>(x): x has no dim Dim")
 
 }  // namespace detail
