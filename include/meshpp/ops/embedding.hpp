@@ -49,6 +49,7 @@
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
+#include "meshpp/core/detail/traverse.hpp"
 #include "meshpp/core/tensor.hpp"
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/expression.hpp"
@@ -148,22 +149,17 @@ auto one_hot_impl(const Ids& ids, std::size_t size) {
   }
   const std::size_t stripe_begin = out_offsets[ni];
   const std::size_t stripe_size = out_shape[ni];
-  std::size_t outer = 1;
-  for (std::size_t i = 0; i < ni; ++i) outer *= out_shape[i];
+  std::array<std::size_t, ni> outer{};  // one position per index of ids' dims
+  for (std::size_t i = 0; i < ni; ++i) outer[i] = out_shape[i];
 
   T* o = out.local().data();
-  std::array<std::size_t, ni> index{};
-  for (std::size_t r = 0; r < outer && stripe_size > 0; ++r) {
-    const std::size_t row = static_cast<std::size_t>(*ids_at) - stripe_begin;  // wraps if below
-    if (static_cast<std::size_t>(*ids_at) >= stripe_begin && row < stripe_size) o[row] = T(1);
+  strided_cursor<decltype(ids_at), ni> id_at{ids_at, ids_strides};
+  if (stripe_size == 0) return out;
+  for_each_position(outer, id_at, [&](const auto&) {
+    const std::size_t row = static_cast<std::size_t>(*id_at.ptr) - stripe_begin;  // wraps if below
+    if (static_cast<std::size_t>(*id_at.ptr) >= stripe_begin && row < stripe_size) o[row] = T(1);
     o += stripe_size;
-    for (std::size_t i = ni; i-- > 0;) {
-      ids_at += ids_strides[i];
-      if (++index[i] < out_shape[i]) break;
-      ids_at -= ids_strides[i] * static_cast<std::ptrdiff_t>(out_shape[i]);
-      index[i] = 0;
-    }
-  }
+  });
   return out;
 }
 

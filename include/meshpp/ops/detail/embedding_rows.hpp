@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "meshpp/core/blocks.hpp"
+#include "meshpp/core/detail/traverse.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
 
@@ -22,27 +23,19 @@ void zip_strided(S* strided, const std::array<std::size_t, N>& extent,
   if constexpr (N == 0) {
     f(*strided, *contiguous);
   } else {
-    const std::size_t run = extent[N - 1];
+    strided_cursor<S*, N> a{strided, step};
+    strided_cursor<C*, N> b{contiguous, row_major_strides<N>(extent)};
+    auto both = group(a, b);
     const std::ptrdiff_t s = step[N - 1];
-    std::size_t rows = 1;
-    for (std::size_t i = 0; i + 1 < N; ++i) rows *= extent[i];
-    if (run == 0) return;
-    std::array<std::size_t, N> index{};
-    for (std::size_t r = 0; r < rows; ++r) {
+    for_each_row(extent, both, [&](std::size_t run) {
+      S* x = a.ptr;
+      C* y = b.ptr;
       if (s == 1) {  // the common case, apart so that the compiler vectorizes it
-        for (std::size_t j = 0; j < run; ++j) f(strided[j], contiguous[j]);
+        for (std::size_t j = 0; j < run; ++j) f(x[j], y[j]);
       } else {
-        for (std::size_t j = 0; j < run; ++j)
-          f(strided[static_cast<std::ptrdiff_t>(j) * s], contiguous[j]);
+        for (std::size_t j = 0; j < run; ++j) f(x[static_cast<std::ptrdiff_t>(j) * s], y[j]);
       }
-      contiguous += run;
-      for (std::size_t i = N - 1; i-- > 0;) {
-        strided += step[i];
-        if (++index[i] < extent[i]) break;
-        strided -= step[i] * static_cast<std::ptrdiff_t>(extent[i]);
-        index[i] = 0;
-      }
-    }
+    });
   }
 }
 
@@ -99,30 +92,29 @@ void for_each_lookup_row(const Ids& ids, Table& table, Out& out, Pair pair, Miss
     inner_step[k] = table_step[ni + k];
     inner *= inner_extent[k];
   }
-  std::size_t outer = 1;
-  for (std::size_t i = 0; i < ni; ++i) outer *= out_shape[i];
-
+  // one position per index of ids' dims in out's region; out's rows follow one another
+  std::array<std::size_t, ni> outer{};
+  std::array<std::ptrdiff_t, ni> table_outer_step{};
+  for (std::size_t i = 0; i < ni; ++i) {
+    outer[i] = out_shape[i];
+    table_outer_step[i] = table_step[i];
+  }
+  strided_cursor<decltype(ids_at), ni> id_at{ids_at, ids_step};
+  strided_cursor<decltype(table_at), ni> row_at{table_at, table_outer_step};
+  auto cursors = group(id_at, row_at);
   auto* o = out.local().data();
-  std::array<std::size_t, ni> index{};
-  for (std::size_t r = 0; r < outer && inner > 0; ++r) {
-    const auto id = *ids_at;  // in [0, size): checked by gather
+  if (inner == 0) return;
+  for_each_position(outer, cursors, [&](const auto&) {
+    const auto id = *id_at.ptr;  // in [0, size): checked by gather
     const std::size_t row = static_cast<std::size_t>(id) - stripe_begin;  // wraps if below
     if (static_cast<std::size_t>(id) >= stripe_begin && row < stripe_size) {
-      zip_strided(table_at + static_cast<std::ptrdiff_t>(row) * row_step, inner_extent, inner_step,
-                  o, pair);
+      zip_strided(row_at.ptr + static_cast<std::ptrdiff_t>(row) * row_step, inner_extent,
+                  inner_step, o, pair);
     } else {
       missing(std::span(o, inner));
     }
     o += inner;
-    for (std::size_t i = ni; i-- > 0;) {
-      ids_at += ids_step[i];
-      table_at += table_step[i];
-      if (++index[i] < out_shape[i]) break;
-      ids_at -= ids_step[i] * static_cast<std::ptrdiff_t>(out_shape[i]);
-      table_at -= table_step[i] * static_cast<std::ptrdiff_t>(out_shape[i]);
-      index[i] = 0;
-    }
-  }
+  });
 }
 
 }  // namespace meshpp::detail
