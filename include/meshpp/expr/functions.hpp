@@ -3,7 +3,7 @@
 //   a + b, a - b, a * b, a / b, -a            (with scalars too: 2 * a, a / 3.0f)
 //   a < b, a <= b, a > b, a >= b, equal(a, b), not_equal(a, b)   -> bool expressions
 //   where(cond, a, b)                          cond ? a : b, element-wise
-//   abs exp log sqrt rsqrt tanh sigmoid relu gelu   pow(a, b) maximum(a, b) minimum(a, b)
+//   abs exp log sqrt rsqrt tanh sigmoid relu gelu softplus   pow(a, b) maximum(a, b) minimum(a, b)
 //   cast<U>(a)
 //
 // Every one is lazy (a node of expr/expression.hpp) and broadcasts by dim name. Scalars take
@@ -217,6 +217,19 @@ struct gelu {
     return g * (cdf + x * pdf);
   }
 };
+struct softplus {
+  static constexpr bool gradient_reads_input = true;
+  // log(1 + e^x), stably: x + log1p(e^-x) for x > 0 (e^x would overflow), log1p(e^x) otherwise
+  template <class A>
+  A operator()(A a) const {
+    return a > A(0) ? a + std::log1p(std::exp(-a)) : std::log1p(std::exp(a));
+  }
+  // f' = sigmoid(x)
+  template <class A>
+  A gradient(A g, A x, A) const {
+    return g / (A(1) + std::exp(-x));
+  }
+};
 struct pow {
   template <class A, class B>
   auto operator()(A a, B b) const {
@@ -375,6 +388,7 @@ MESHPP_UNARY_FUNCTION(tanh)
 MESHPP_UNARY_FUNCTION(sigmoid)
 MESHPP_UNARY_FUNCTION(relu)
 MESHPP_UNARY_FUNCTION(gelu)
+MESHPP_UNARY_FUNCTION(softplus)
 #undef MESHPP_UNARY_FUNCTION
 
 // pow(a, b), maximum(a, b), minimum(a, b): at least one side an expression
