@@ -150,9 +150,9 @@ inline constexpr broadcast_back_step broadcast_back{};
 // y and its gradient g (both y's tensor type), and each tensor input as a recorded_input
 // (a scalar as itself). backward adds each wanted input's gradient with add_grad.
 template <class Forward, class Backward, class... X>
-requires(!is_tensor_v<std::remove_cvref_t<Forward>>) &&
-    (detail::record_operand<X> && ...) auto record(Forward&& forward, Backward&& backward,
-                                                   const X&... inputs) {
+auto record(Forward&& forward, Backward&& backward,
+            const X&... inputs) requires(!is_tensor_v<std::remove_cvref_t<Forward>> &&
+                                         (detail::record_operand<X> && ...)) {
   return [&](const auto&... handles) {
     using R = std::remove_cvref_t<decltype(forward(detail::handle_value(handles)...))>;
     if constexpr (is_tensor_v<R>) {
@@ -169,9 +169,9 @@ requires(!is_tensor_v<std::remove_cvref_t<Forward>>) &&
 // (so that the forward can keep what the backward step needs beside it: statistics, indices).
 // A plain expression input is evaluated again here: give it as a tensor, or use the form above.
 template <class Tensor, class Backward, class... X>
-requires is_tensor_v<Tensor> &&
-    (detail::record_operand<X>&&...)traced<Tensor> record(Tensor y, Backward&& backward,
-                                                          const X&... inputs) {
+traced<Tensor> record(Tensor y, Backward&& backward,
+                      const X&... inputs) requires(is_tensor_v<Tensor> &&
+                                                   (detail::record_operand<X> && ...)) {
   return detail::record_node(std::move(y), std::forward<Backward>(backward),
                              detail::input_handle(inputs)...);
 }
