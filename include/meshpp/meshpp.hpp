@@ -40,10 +40,12 @@
 #include "meshpp/autodiff/embedding.hpp"
 #include "meshpp/autodiff/gradients.hpp"
 #include "meshpp/autodiff/movement.hpp"
+#include "meshpp/autodiff/record.hpp"
 #include "meshpp/autodiff/reduce.hpp"
 #include "meshpp/autodiff/softmax.hpp"
 #include "meshpp/autodiff/traced.hpp"
 
+#include "meshpp/nn/bias_activation.hpp"
 #include "meshpp/nn/dense.hpp"
 #include "meshpp/nn/dropout.hpp"
 #include "meshpp/nn/embedding.hpp"

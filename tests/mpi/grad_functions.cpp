@@ -18,6 +18,7 @@ void check_all(const Mesh& m) {
   check_gradient("relu", o.a, [](const auto& x) { return weighted_sum(mp::relu(x)); });
   check_gradient("gelu", o.a, [](const auto& x) { return weighted_sum(mp::gelu(x)); });
   check_gradient("abs", o.a, [](const auto& x) { return weighted_sum(mp::abs(x)); });
+  check_gradient("softplus", o.a, [](const auto& x) { return weighted_sum(mp::softplus(x)); });
 }
 }  // namespace
 
@@ -27,4 +28,18 @@ TEST_CASE("unary function gradients match central differences, split layout") {
 
 TEST_CASE("unary function gradients match central differences, replicated layout") {
   check_all(replicated_mesh(meshpp_test::grid2(world().size())));
+}
+
+TEST_CASE("softplus of an expression: log(1 + e^x), finite for large |x|") {
+  const split_mesh m(meshpp_test::grid2(world().size()));
+  // x from -800 to 800: e^x alone would overflow at the ends
+  const auto x = mp::generate<double, batch, hidden>(
+      m, sizes, [](const auto& g) { return (static_cast<double>(g[0] * 6 + g[1]) - 11.5) * 70.0; });
+  const auto whole_x = mp::gather(x);
+  const auto whole_y = mp::gather(mp::eval(mp::softplus(x * 1.0)));
+  for (std::size_t i = 0; i < whole_x.size(); ++i) {
+    const double v = whole_x.data()[i];
+    const double expected = v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
+    CHECK(whole_y.data()[i] == doctest::Approx(expected));
+  }
 }

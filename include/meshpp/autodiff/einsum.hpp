@@ -17,6 +17,7 @@
 #pragma once
 
 #include "meshpp/autodiff/elementwise.hpp"
+#include "meshpp/autodiff/record.hpp"
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/ops/einsum.hpp"
 
@@ -24,21 +25,21 @@ namespace meshpp {
 
 namespace detail {
 // send_einsum_grad(self, g, other): d/d self of einsum(self, other), given the output's
-// gradient g
+// gradient g (self: a recorded_input)
 template <class Self, class G, class Other>
-void send_einsum_grad(const std::shared_ptr<node<Self>>& self, const G& g, const Other& other) {
-  if (!self->wanted) return;
-  using S = typename Self::shape_type;
+void send_einsum_grad(const Self& self, const G& g, const Other& other) {
+  if (!self.wants_grad()) return;
+  using S = typename Self::tensor_type::shape_type;
   using reach =
       shape_intersection_t<S, shape_union_t<typename G::shape_type, typename Other::shape_type>>;
   if constexpr (same_dims_v<reach, S>) {
     // partial sums where a contracted dim is split: self adds them up with its other
     // contributions and sums across ranks once (see "Deferred sums" in autodiff/traced.hpp)
     auto [partial, mask] = einsum_partial<S>(g, other);
-    self->accumulate_partial(std::move(partial), mask);
+    self.add_partial_grad(std::move(partial), mask);
   } else {
     const auto partial = einsum<reach>(g, other);
-    self->accumulate(broadcast_like(partial, self->value));
+    self.add_grad(broadcast_like(partial, self.value()));
   }
 }
 }  // namespace detail
@@ -47,29 +48,19 @@ void send_einsum_grad(const std::shared_ptr<node<Self>>& self, const G& g, const
 template <class Out, class A, class B>
 requires is_shape_v<Out> && detail::traced_pair<A, B> &&
     (!std::is_arithmetic_v<A>)&&(!std::is_arithmetic_v<B>)auto einsum(const A& a, const B& b) {
-  auto ha = detail::node_of(a);
-  auto hb = detail::node_of(b);
-  auto y = einsum<Out>(ha->value, hb->value);
-  using Y = decltype(y);
-  return detail::record(
-      std::move(y),
-      [ha, hb](const Y&, const Y& g) {
-        detail::send_einsum_grad(ha, g, hb->value);
-        detail::send_einsum_grad(hb, g, ha->value);
-      },
-      ha, hb);
+  return record([](const auto& x, const auto& y) { return einsum<Out>(x, y); },
+                [](const auto&, const auto& g, const auto& x, const auto& y) {
+                  detail::send_einsum_grad(x, g, y.value());
+                  detail::send_einsum_grad(y, g, x.value());
+                },
+                a, b);
 }
 
 // einsum<Out>(a) of a traced tensor: a transposed to Out, its other dims summed out
 template <class Out, class A>
 requires is_shape_v<Out>
 auto einsum(const traced<A>& a) {
-  auto ha = a.node();
-  auto y = einsum<Out>(ha->value);
-  using Y = decltype(y);
-  return detail::record(
-      std::move(y),
-      [ha](const Y&, const Y& g) { detail::send(ha, detail::broadcast_like(g, ha->value)); }, ha);
+  return record([](const A& x) { return einsum<Out>(x); }, detail::broadcast_back, a);
 }
 
 }  // namespace meshpp

@@ -13,7 +13,8 @@
 //
 //   a + b, a - b, -a    d/da = g, d/db = +-g
 //   a * b, a / b        g * b, g * a;  g / b, -g * a / b^2
-//   exp log sqrt rsqrt tanh sigmoid relu gelu abs          g times the derivative
+//   exp(a), relu(a), ...  g f'(a): every unary function of expr/functions.hpp, through
+//                       componentwise(f, a) and the derivative its functor defines
 //   pow(a, b)           g * b * a^(b-1), g * log(a) * a^b
 //   maximum, minimum    g to the operand chosen (the first on ties)
 //   where(c, a, b)      g where c holds to a, elsewhere to b (c: a plain condition)
@@ -21,11 +22,12 @@
 // Comparisons of traced tensors (a > 0) are plain bool expressions over their values.
 #pragma once
 
-#include <cmath>
+#include <concepts>
 #include <memory>
-#include <numbers>
 #include <type_traits>
+#include <utility>
 
+#include "meshpp/autodiff/record.hpp"
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/expr/functions.hpp"
 
@@ -43,71 +45,23 @@ template <class A, class B>
 concept traced_pair = traced_arg<A> && traced_arg<B> &&
     (is_traced_operand_v<A> || is_traced_operand_v<B>);
 
-// handle_of(x): a graph node for tensors and expressions; a scalar stays a scalar
-template <class X>
-auto handle_of(const X& x) {
-  if constexpr (std::is_arithmetic_v<X>)
-    return x;
-  else
-    return node_of(x);
-}
-template <class H>
-decltype(auto) value_of(const H& h) {
-  if constexpr (std::is_arithmetic_v<H>)
-    return h;
-  else
-    return (h->value);
-}
-template <class H>
-std::shared_ptr<node_base> input_of(const H& h) {
-  if constexpr (std::is_arithmetic_v<H>)
-    return nullptr;
-  else
-    return h;
-}
-
-// traced_unary(a, forward, grad): y = eval(forward(a)), d/da = grad(g, a, y)
-template <class A, class Forward, class Grad>
-auto traced_unary(const traced<A>& a, Forward forward, Grad grad) {
-  auto ha = a.node();
-  auto y = eval(forward(ha->value));
-  using Y = decltype(y);
-  return record(
-      std::move(y), [ha, grad](const Y& out, const Y& g) { send(ha, grad(g, ha->value, out)); },
-      ha);
-}
-
-// traced_binary(a, b, forward, grad_a, grad_b): y = eval(forward(a, b)); d/da =
-// grad_a(g, a, b, y), d/db = grad_b(g, a, b, y) (not called for scalars)
+// traced_binary(a, b, forward, grad_a, grad_b): y = forward(a, b); d/da = grad_a(g, a, b, y),
+// d/db = grad_b(g, a, b, y) (not called for scalars)
 template <class A, class B, class Forward, class GradA, class GradB>
 auto traced_binary(const A& a, const B& b, Forward forward, GradA grad_a, GradB grad_b) {
-  auto ha = handle_of(a);
-  auto hb = handle_of(b);
-  auto y = eval(forward(value_of(ha), value_of(hb)));
-  using Y = decltype(y);
   return record(
-      std::move(y),
-      [ha, hb, grad_a, grad_b](const Y& out, const Y& g) {
+      forward,
+      [grad_a, grad_b](const auto& out, const auto& g, const auto& ha, const auto& hb) {
         (void)grad_a, (void)grad_b;  // one of them is unused when its operand is a scalar
-        if constexpr (!std::is_arithmetic_v<decltype(ha)>) {
-          if (ha->wanted) ha->accumulate(grad_a(g, value_of(ha), value_of(hb), out));
+        if constexpr (!std::is_arithmetic_v<std::remove_cvref_t<decltype(ha)>>) {
+          if (ha.wants_grad()) ha.add_grad(grad_a(g, handle_value(ha), handle_value(hb), out));
         }
-        if constexpr (!std::is_arithmetic_v<decltype(hb)>) {
-          if (hb->wanted) hb->accumulate(grad_b(g, value_of(ha), value_of(hb), out));
+        if constexpr (!std::is_arithmetic_v<std::remove_cvref_t<decltype(hb)>>) {
+          if (hb.wants_grad()) hb.add_grad(grad_b(g, handle_value(ha), handle_value(hb), out));
         }
       },
-      input_of(ha), input_of(hb));
+      a, b);
 }
-
-// d/dx gelu(x) = Phi(x) + x phi(x)
-struct gelu_derivative {
-  template <class A>
-  A operator()(A a) const {
-    const A cdf = A(0.5) * (A(1) + std::erf(a * A(std::numbers::sqrt2 / 2)));
-    const A pdf = std::exp(A(-0.5) * a * a) * A(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
-    return cdf + a * pdf;
-  }
-};
 
 }  // namespace detail
 
@@ -138,35 +92,44 @@ MESHPP_TRACED_BINARY(maximum, maximum(x, y), where(x >= y, g, 0), where(x >= y, 
 MESHPP_TRACED_BINARY(minimum, minimum(x, y), where(x <= y, g, 0), where(x <= y, 0, g))
 #undef MESHPP_TRACED_BINARY
 
-#define MESHPP_TRACED_UNARY(NAME, FORWARD, GRAD)            \
-  template <class A>                                        \
-  auto NAME(const traced<A>& a) {                           \
-    return detail::traced_unary(                            \
-        a, [](const auto& x) { return FORWARD; },           \
-        [](const auto& g, const auto& x, const auto& out) { \
-          (void)x, (void)out;                               \
-          return GRAD;                                      \
-        });                                                 \
-  }
-// -a, exp(a), log(a), sqrt(a), rsqrt(a), tanh(a), sigmoid(a), relu(a), gelu(a), abs(a)
-MESHPP_TRACED_UNARY(operator-, -x, -g)
-MESHPP_TRACED_UNARY(exp, exp(x), g* out)
-MESHPP_TRACED_UNARY(log, log(x), g / x)
-MESHPP_TRACED_UNARY(sqrt, sqrt(x), g * 0.5 / out)
-MESHPP_TRACED_UNARY(rsqrt, rsqrt(x), g*(-0.5) * out * out * out)
-MESHPP_TRACED_UNARY(tanh, tanh(x), g*(1 - out * out))
-MESHPP_TRACED_UNARY(sigmoid, sigmoid(x), g* out*(1 - out))
-MESHPP_TRACED_UNARY(relu, relu(x), where(x > 0, g, 0))
-MESHPP_TRACED_UNARY(gelu, gelu(x), g* make_function(detail::gelu_derivative{}, x))
-MESHPP_TRACED_UNARY(abs, abs(x), where(x < 0, -g, g))
-#undef MESHPP_TRACED_UNARY
+// componentwise(f, a) of a traced a: y = f(a) in one pass, recorded; the backward step is
+// one pass g f'(a) = f.gradient(g, a, y), reading g and y alone unless f.gradient_reads_input.
+// Every unary function of expr/functions.hpp (exp(a) ... gelu(a)) is this with its functor.
+template <class F, class A>
+auto componentwise(F f, const traced<A>& a) {
+  static_assert(
+      requires(const F& fv, typename A::value_type v) {
+        { F::gradient_reads_input } -> std::convertible_to<bool>;
+        fv.gradient(v, v, v);
+      },
+      "meshpp::componentwise(f, a) of a traced a: f must define gradient(g, x, y) and "
+      "gradient_reads_input (see the element functors of expr/functions.hpp)");
+  return record([f](const A& x) { return make_function(f, x); },
+                [f](const auto& out, const auto& g, const auto& x) {
+                  if (!x.wants_grad()) return;
+                  if constexpr (F::gradient_reads_input)
+                    x.add_grad(make_function(detail::gradient_from_input<F>{f}, g, x.value(), out));
+                  else
+                    x.add_grad(make_function(detail::gradient_from_output<F>{f}, g, out));
+                },
+                a);
+}
+
+// -a of a traced a
+template <class A>
+auto operator-(const traced<A>& a) {
+  return record([](const A& x) { return -x; },
+                [](const auto&, const auto& g, const auto& x) { x.add_grad(-g); }, a);
+}
 
 // cast<U>(a): a's values as U; the gradient is cast back
 template <class U, class A>
 auto cast(const traced<A>& a) {
-  return detail::traced_unary(
-      a, [](const auto& x) { return cast<U>(x); },
-      [](const auto& g, const auto&, const auto&) { return cast<typename A::value_type>(g); });
+  return record([](const A& x) { return cast<U>(x); },
+                [](const auto&, const auto& g, const auto& x) {
+                  x.add_grad(cast<typename A::value_type>(g));
+                },
+                a);
 }
 
 // where(c, a, b): a where the plain condition c (a bool tensor or expression) holds, b

@@ -42,6 +42,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "meshpp/autodiff/record.hpp"
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/layout.hpp"
@@ -117,7 +118,6 @@ auto scatter_add(const G& g, const Ids& ids, const Table& table, unsigned* defer
 template <class Dim, class Table, class Ids>
 requires is_expression_v<Ids>
 auto gather(const traced<Table>& table, const Ids& ids) {
-  auto ht = table.node();
   auto id_tensor = [&] {
     if constexpr (is_tensor_v<Ids>)
       return ids;
@@ -126,21 +126,20 @@ auto gather(const traced<Table>& table, const Ids& ids) {
   }();
   using plan = detail::gather_plan<Dim, Table, decltype(id_tensor)>;
   if constexpr (!plan::ok) {
-    gather<Dim>(ht->value, id_tensor);  // only its errors, in the plain lookup's words
+    gather<Dim>(table.value(), id_tensor);  // only its errors, in the plain lookup's words
   } else {
-    auto y = gather<Dim>(ht->value, id_tensor);
-    using Y = decltype(y);
-    return detail::record(
+    auto y = gather<Dim>(table.value(), id_tensor);
+    return record(
         std::move(y),
-        [ht, id_tensor = std::move(id_tensor)](const Y&, const Y& g) {
-          if (!ht->wanted) return;
+        [id_tensor = std::move(id_tensor)](const auto&, const auto& g, const auto& t) {
+          if (!t.wants_grad()) return;
           // conformed to the table: free, unless ids split a dim the table shares and holds
           // whole (then an allgather of the dense stripes over ids' mesh dim)
           unsigned mask = 0;
-          auto partial = detail::scatter_add<Dim>(g, id_tensor, ht->value, &mask);
-          ht->accumulate_partial(std::move(partial), mask);
+          auto partial = detail::scatter_add<Dim>(g, id_tensor, t.value(), &mask);
+          t.add_partial_grad(std::move(partial), mask);
         },
-        ht);
+        table);
   }
 }
 

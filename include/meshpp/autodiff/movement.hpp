@@ -40,6 +40,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "meshpp/autodiff/record.hpp"
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/layout.hpp"
@@ -56,13 +57,11 @@ namespace meshpp {
 template <class NewRules, class A>
 requires is_layout_v<NewRules>
 auto relayout(const traced<A>& a) {
-  auto ha = a.node();
-  auto y = relayout<NewRules>(ha->value);
-  using Y = decltype(y);
-  // conform<A> relayouts g to a's layout (one pass when that is a free slice)
-  auto r = detail::record(
-      std::move(y), [ha](const Y&, const Y& g) { detail::send(ha, g); }, ha);
-  detail::pass_pending(r, ha, [](const Y& g) -> const Y& { return g; });
+  // add_grad relayouts g to a's layout (one pass when that is a free slice)
+  auto r = record([](const A& x) { return relayout<NewRules>(x); },
+                  [](const auto&, const auto& g, const auto& x) { x.add_grad(g); }, a);
+  using Y = typename decltype(r)::tensor_type;
+  detail::pass_pending(r, a.node(), [](const Y& g) -> const Y& { return g; });
   return r;
 }
 
@@ -70,20 +69,16 @@ auto relayout(const traced<A>& a) {
 template <class NewShape, class A, class... E>
 requires is_shape_v<NewShape>
 auto reshape(const traced<A>& a, const extents<E...>& sizes) {
-  auto ha = a.node();
-  auto y = reshape<NewShape>(ha->value, sizes);
-  using Y = decltype(y);
-  auto r = detail::record(
-      std::move(y),
-      [ha](const Y&, const Y& g) {
-        if (ha->wanted) {
-          ha->accumulate(reshape<typename A::shape_type>(g, ha->value.sizes()));
-        }
-      },
-      ha);
-  detail::pass_pending(r, ha, [ha](const Y& g) {
-    return reshape<typename A::shape_type>(g, ha->value.sizes());
-  });
+  const auto back = [sizes = a.value().sizes()](const auto& g) {
+    return reshape<typename A::shape_type>(g, sizes);
+  };
+  auto r = record([&sizes](const A& x) { return reshape<NewShape>(x, sizes); },
+                  [back](const auto&, const auto& g, const auto& x) {
+                    if (x.wants_grad()) x.add_grad(back(g));
+                  },
+                  a);
+  using Y = typename decltype(r)::tensor_type;
+  detail::pass_pending(r, a.node(), [back](const Y& g) { return back(g); });
   return r;
 }
 
@@ -95,32 +90,36 @@ auto reshape(const traced<A>& a) { return reshape<NewShape>(a, extents<>{}); }
 // rename<Old, New>(a) of a traced tensor: the gradient is renamed back
 template <class Old, class New, class A>
 auto rename(const traced<A>& a) {
-  auto ha = a.node();
-  auto y = rename<Old, New>(ha->value);
-  using Y = decltype(y);
-  auto r = detail::record(
-      std::move(y),
-      [ha](const Y&, const Y& g) {
-        if (ha->wanted) ha->accumulate(rename<New, Old>(g));
-      },
-      ha);
-  detail::pass_pending(r, ha, [](const Y& g) { return rename<New, Old>(g); });
+  auto r = record([](const A& x) { return rename<Old, New>(x); },
+                  [](const auto&, const auto& g, const auto& x) {
+                    if (x.wants_grad()) x.add_grad(rename<New, Old>(g));
+                  },
+                  a);
+  using Y = typename decltype(r)::tensor_type;
+  detail::pass_pending(r, a.node(), [](const Y& g) { return rename<New, Old>(g); });
   return r;
 }
+
+namespace detail {
+// pad_back<Dim>{begin, size}: the backward step of slice<Dim>(x, begin, size): g padded back
+// with zeros to x's extent
+template <class Dim>
+struct pad_back {
+  std::size_t begin, size;
+  template <class A, class X>
+  void operator()(const A&, const A& g, const X& x) const {
+    if (!x.wants_grad()) return;
+    const std::size_t n = x.value().template extent<Dim>();
+    x.add_grad(pad<Dim>(g, begin, n - begin - size));
+  }
+};
+}  // namespace detail
 
 // slice<Dim>(a, begin, size) of a traced tensor: the gradient is padded back with zeros
 template <class Dim, class A>
 traced<A> slice(const traced<A>& a, std::size_t begin, std::size_t size) {
   detail::check_dim_of<Dim, A>();
-  auto ha = a.node();
-  return detail::record(
-      slice<Dim>(ha->value, begin, size),
-      [ha, begin, size](const A&, const A& g) {
-        if (!ha->wanted) return;
-        const std::size_t n = ha->value.template extent<Dim>();
-        ha->accumulate(pad<Dim>(g, begin, n - begin - size));
-      },
-      ha);
+  return record(slice<Dim>(a.value(), begin, size), detail::pad_back<Dim>{begin, size}, a);
 }
 
 // pad<Dim>(a, before, after, value = 0) of a traced tensor: the gradient is sliced back
@@ -128,13 +127,12 @@ template <class Dim, class A>
 traced<A> pad(const traced<A>& a, std::size_t before, std::size_t after,
               typename A::value_type value = {}) {
   detail::check_dim_of<Dim, A>();
-  auto ha = a.node();
-  return detail::record(
-      pad<Dim>(ha->value, before, after, value),
-      [ha, before](const A&, const A& g) {
-        if (ha->wanted) ha->accumulate(slice<Dim>(g, before, ha->value.template extent<Dim>()));
+  return record(
+      pad<Dim>(a.value(), before, after, value),
+      [before](const A&, const A& g, const auto& x) {
+        if (x.wants_grad()) x.add_grad(slice<Dim>(g, before, x.value().template extent<Dim>()));
       },
-      ha);
+      a);
 }
 
 namespace detail {
@@ -165,38 +163,27 @@ auto concat(const A& a, const B& b) {
                 "meshpp::concat<Dim>(a, b): a and b must be tensors of one type (the same dims "
                 "in the same order, the same layout and mesh)");
   detail::check_dim_of<Dim, TA>();
-  auto ha = detail::node_of(a);
-  auto hb = detail::node_of(b);
-  return detail::record(
-      concat<Dim>(ha->value, hb->value),
-      [ha, hb](const TA&, const TA& g) {
-        const std::size_t na = ha->value.template extent<Dim>();
-        if (ha->wanted) ha->accumulate(slice<Dim>(g, 0, na));
-        if (hb->wanted) hb->accumulate(slice<Dim>(g, na, hb->value.template extent<Dim>()));
-      },
-      ha, hb);
+  return record([](const TA& x, const TA& y) { return concat<Dim>(x, y); },
+                [](const TA&, const TA& g, const auto& x, const auto& y) {
+                  const std::size_t nx = x.value().template extent<Dim>();
+                  if (x.wants_grad()) x.add_grad(slice<Dim>(g, 0, nx));
+                  if (y.wants_grad())
+                    y.add_grad(slice<Dim>(g, nx, y.value().template extent<Dim>()));
+                },
+                a, b);
 }
 
 // split_along<Dim>(a, sizes) of a traced tensor: the pieces, each traced as a slice of a
 template <class Dim, class A>
 std::vector<traced<A>> split_along(const traced<A>& a, const std::vector<std::size_t>& sizes) {
   detail::check_dim_of<Dim, A>();
-  auto ha = a.node();
-  std::vector<A> values = split_along<Dim>(ha->value, sizes);  // checks sizes, on every rank
+  std::vector<A> values = split_along<Dim>(a.value(), sizes);  // checks sizes, on every rank
   std::vector<traced<A>> pieces;
   pieces.reserve(values.size());
   std::size_t begin = 0;
   for (std::size_t i = 0; i < values.size(); ++i) {
-    const std::size_t size = sizes[i];
-    pieces.push_back(detail::record(
-        std::move(values[i]),
-        [ha, begin, size](const A&, const A& g) {
-          if (!ha->wanted) return;
-          const std::size_t n = ha->value.template extent<Dim>();
-          ha->accumulate(pad<Dim>(g, begin, n - begin - size));
-        },
-        ha));
-    begin += size;
+    pieces.push_back(record(std::move(values[i]), detail::pad_back<Dim>{begin, sizes[i]}, a));
+    begin += sizes[i];
   }
   return pieces;
 }
@@ -205,13 +192,12 @@ std::vector<traced<A>> split_along(const traced<A>& a, const std::vector<std::si
 template <class Dim, class A>
 traced<A> shift(const traced<A>& a, long offset, boundary b = boundary::zero) {
   detail::check_dim_of<Dim, A>();
-  auto ha = a.node();
-  return detail::record(
-      shift<Dim>(ha->value, offset, b),
-      [ha, offset, b](const A&, const A& g) {
-        if (ha->wanted) ha->accumulate(shift<Dim>(g, -offset, b));
+  return record(
+      shift<Dim>(a.value(), offset, b),
+      [offset, b](const A&, const A& g, const auto& x) {
+        if (x.wants_grad()) x.add_grad(shift<Dim>(g, -offset, b));
       },
-      ha);
+      a);
 }
 
 }  // namespace meshpp

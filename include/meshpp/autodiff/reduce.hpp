@@ -13,7 +13,10 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
+#include <utility>
 
+#include "meshpp/autodiff/record.hpp"
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/expr/functions.hpp"
 #include "meshpp/ops/reduce.hpp"
@@ -33,47 +36,38 @@ double global_count(const Tensor& t) {
 // reduce_sum<Dims...>(a), reduce_sum<shape<Out...>>(a), reduce_sum(a) of a traced tensor
 template <class... Ts, class A>
 auto reduce_sum(const traced<A>& a) {
-  auto ha = a.node();
-  auto y = reduce_sum<Ts...>(ha->value);
-  using Y = decltype(y);
-  return detail::record(
-      std::move(y),
-      [ha](const Y&, const Y& g) { detail::send(ha, detail::broadcast_like(g, ha->value)); }, ha);
+  return record([](const A& x) { return reduce_sum<Ts...>(x); }, detail::broadcast_back, a);
 }
 
 // reduce_mean<Dims...>(a), reduce_mean<shape<Out...>>(a), reduce_mean(a) of a traced tensor
 template <class... Ts, class A>
 auto reduce_mean(const traced<A>& a) {
-  auto ha = a.node();
-  auto y = reduce_mean<Ts...>(ha->value);
-  using Y = decltype(y);
-  using T = typename Y::value_type;
-  const T scale = static_cast<T>(detail::global_count(y) / detail::global_count(ha->value));
-  return detail::record(
+  auto y = reduce_mean<Ts...>(a.value());
+  using T = typename decltype(y)::value_type;
+  const T scale = static_cast<T>(detail::global_count(y) / detail::global_count(a.value()));
+  return record(
       std::move(y),
-      [ha, scale](const Y&, const Y& g) {
-        detail::send(ha, detail::broadcast_like(g, ha->value) * scale);
+      [scale](const auto&, const auto& g, const auto& x) {
+        x.add_grad(detail::broadcast_like(g, x.value()) * scale);
       },
-      ha);
+      a);
 }
 
 // reduce_max / reduce_min of a traced tensor (the same three spellings)
-#define MESHPP_TRACED_EXTREMUM(NAME)                                                          \
-  template <class... Ts, class A>                                                             \
-  auto NAME(const traced<A>& a) {                                                             \
-    auto ha = a.node();                                                                       \
-    auto y = NAME<Ts...>(ha->value);                                                          \
-    using Y = decltype(y);                                                                    \
-    using T = typename Y::value_type;                                                         \
-    return detail::record(                                                                    \
-        std::move(y),                                                                         \
-        [ha](const Y& out, const Y& g) {                                                      \
-          if (!ha->wanted) return;                                                            \
-          const auto at_extremum = equal(ha->value, out);                                     \
-          const auto ties = reduce_sum<typename Y::shape_type>(cast<T>(at_extremum));         \
-          ha->accumulate(where(at_extremum, detail::broadcast_like(g / ties, ha->value), 0)); \
-        },                                                                                    \
-        ha);                                                                                  \
+#define MESHPP_TRACED_EXTREMUM(NAME)                                                      \
+  template <class... Ts, class A>                                                         \
+  auto NAME(const traced<A>& a) {                                                         \
+    return record(                                                                        \
+        [](const A& x) { return NAME<Ts...>(x); },                                        \
+        [](const auto& out, const auto& g, const auto& x) {                               \
+          if (!x.wants_grad()) return;                                                    \
+          using Y = std::remove_cvref_t<decltype(out)>;                                   \
+          using T = typename Y::value_type;                                               \
+          const auto at_extremum = equal(x.value(), out);                                 \
+          const auto ties = reduce_sum<typename Y::shape_type>(cast<T>(at_extremum));     \
+          x.add_grad(where(at_extremum, detail::broadcast_like(g / ties, x.value()), 0)); \
+        },                                                                                \
+        a);                                                                               \
   }
 MESHPP_TRACED_EXTREMUM(reduce_max)
 MESHPP_TRACED_EXTREMUM(reduce_min)

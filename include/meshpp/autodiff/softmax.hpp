@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "meshpp/autodiff/record.hpp"
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/expr/functions.hpp"
 #include "meshpp/ops/reduce.hpp"
@@ -37,12 +38,13 @@ void softmax_backward_rows(const T* y, const T* g, T* dx, std::size_t rows, std:
 }  // namespace detail
 
 namespace detail {
-// softmax_backward<Dim, A>(ha): the backward step of y = softmax<Dim>(x), x = ha's value:
-// dx = y (g - sum_Dim g y); masked entries (y = 0) get 0 with no step of their own
-template <class Dim, class A, class H>
-auto softmax_backward(H ha) {
-  return [ha](const A& out, const A& g) {
-    if (!ha->wanted) return;
+// softmax_backward<Dim>: the backward step of y = softmax<Dim>(x): dx = y (g - sum_Dim g y);
+// masked entries (y = 0) get 0 with no step of their own
+template <class Dim>
+struct softmax_backward {
+  template <class A, class X>
+  void operator()(const A& out, const A& g, const X& x) const {
+    if (!x.wants_grad()) return;
     if constexpr (rowwise_softmax_v<Dim, A>) {
       A dx(out.mesh(), out.sizes(), A::uninitialized);
       const std::size_t n = out.local().shape()[A::rank - 1];
@@ -50,20 +52,19 @@ auto softmax_backward(H ha) {
         softmax_backward_rows(out.local().data(), g.local().data(), dx.local().data(),
                               out.local().size() / n, n);
       }
-      ha->accumulate(std::move(dx));
+      x.add_grad(std::move(dx));
     } else {
-      ha->accumulate(out * (g - reduce_sum<Dim>(g * out)));
+      x.add_grad(out * (g - reduce_sum<Dim>(g * out)));
     }
-  };
-}
+  }
+};
 }  // namespace detail
 
 // softmax<Dim>(x) of a traced x
 template <class Dim, class A>
 auto softmax(const traced<A>& a) {
-  auto ha = a.node();
-  A y = softmax<Dim>(ha->value);
-  return detail::record(std::move(y), detail::softmax_backward<Dim, A>(ha), ha);
+  return record([](const A& x) -> A { return softmax<Dim>(x); }, detail::softmax_backward<Dim>{},
+                a);
 }
 
 // softmax<Dim>(x, mask) of a traced x and a plain bool mask: softmax<Dim>(where(mask, x, -inf))
@@ -72,37 +73,29 @@ auto softmax(const traced<A>& a) {
 template <class Dim, class A, class M>
 requires is_expression_v<M>
 auto softmax(const traced<A>& a, const M& mask) {
-  auto ha = a.node();
-  A y(softmax<Dim>(ha->value, mask));
-  return detail::record(std::move(y), detail::softmax_backward<Dim, A>(ha), ha);
+  return record([&mask](const A& x) { return A(softmax<Dim>(x, mask)); },
+                detail::softmax_backward<Dim>{}, a);
 }
 
 // log_softmax<Dim>(x) of a traced x
 template <class Dim, class A>
 auto log_softmax(const traced<A>& a) {
-  auto ha = a.node();
-  A y = log_softmax<Dim>(ha->value);
-  return detail::record(
-      std::move(y),
-      [ha](const A& out, const A& g) {
-        if (ha->wanted) ha->accumulate(g - exp(out) * reduce_sum<Dim>(g));
-      },
-      ha);
+  return record([](const A& x) -> A { return log_softmax<Dim>(x); },
+                [](const A& out, const A& g, const auto& x) {
+                  if (x.wants_grad()) x.add_grad(g - exp(out) * reduce_sum<Dim>(g));
+                },
+                a);
 }
 
 // logsumexp<Dim>(x) of a traced x
 template <class Dim, class A>
 auto logsumexp(const traced<A>& a) {
-  auto ha = a.node();
-  auto y = logsumexp<Dim>(ha->value);
-  using Y = decltype(y);
-  return detail::record(
-      std::move(y),
-      [ha](const Y& out, const Y& g) {
-        // x first, so the gradient has x's dims in x's order: one pass, no transpose
-        if (ha->wanted) ha->accumulate(exp(ha->value - out) * g);
-      },
-      ha);
+  return record([](const A& x) { return logsumexp<Dim>(x); },
+                [](const auto& out, const auto& g, const auto& x) {
+                  // x first, so the gradient has x's dims in x's order: one pass, no transpose
+                  if (x.wants_grad()) x.add_grad(exp(x.value() - out) * g);
+                },
+                a);
 }
 
 // argmax<Dim, T = std::int32_t>(x) of a traced x: a plain tensor (indices carry no gradient)

@@ -401,37 +401,6 @@ inline constexpr bool is_traced_operand_v = is_traced_v<std::remove_cvref_t<X>>;
 template <class X>
 concept traced_or_tensor = is_traced_v<X> || is_tensor_v<X>;
 
-// node_tensor_t<N>: the tensor type a node N holds
-template <class N>
-using node_tensor_t = typename N::tensor_type;
-
-// A plain operand (tensor, expression) of a traced operation: a constant node.
-template <class X>
-auto node_of(const X& x) {
-  if constexpr (is_traced_operand_v<X>) {
-    return x.node();
-  } else if constexpr (is_tensor_v<X>) {
-    return std::make_shared<node<X>>(x);
-  } else {
-    using T = decltype(eval(x));
-    return std::make_shared<node<T>>(eval(x));
-  }
-}
-
-// record(value, backward, inputs...): the traced result of an operation on `inputs`; the
-// backward step is kept only when some input requires gradients and no no_grad scope is open
-template <class Tensor, class B, class... In>
-traced<Tensor> record(Tensor value, B&& backward, const std::shared_ptr<In>&... inputs) {
-  auto n = std::make_shared<node<Tensor>>(std::move(value));
-  n->requires_grad = grad_enabled() && (false || ... || (inputs && inputs->requires_grad));
-  if (n->requires_grad) {
-    // only inputs gradients can flow into: constants are captured by the backward step alone
-    (void(inputs && inputs->requires_grad ? (n->inputs.push_back(inputs), 0) : 0), ...);
-    n->backward = std::forward<B>(backward);
-  }
-  return traced<Tensor>(std::move(n));
-}
-
 // pass_pending(y, input, step): lets y's gradient, when it holds partial sums, reach input as
 // step(g), still partial, instead of being summed across ranks first. For a step that is
 // linear and local to the mesh dims of the sum: y's and input's layouts split nothing over

@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "meshpp/autodiff/record.hpp"
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/core/create.hpp"
 #include "meshpp/core/error.hpp"
@@ -92,16 +93,15 @@ auto dropout(const X& x, double rate, std::uint64_t seed, std::uint64_t step = 0
   } else {
     using XT = typename X::tensor_type;
     using T = typename XT::value_type;
-    auto hx = x.node();
-    if (rate == 0.0) return traced<XT>(hx);
+    if (rate == 0.0) return traced<XT>(x.node());
     const detail::dropout_keep keep(rate, seed, step);
     const T scale = static_cast<T>(1.0 / (1.0 - rate));
-    return detail::record(
-        detail::masked(hx->value, keep, scale),
-        [hx, keep, scale](const XT&, const XT& g) {
-          if (hx->wanted) hx->accumulate(detail::masked(g, keep, scale));
+    return record(
+        detail::masked(x.value(), keep, scale),
+        [keep, scale](const XT&, const XT& g, const auto& in) {
+          if (in.wants_grad()) in.add_grad(detail::masked(g, keep, scale));
         },
-        hx);
+        x);
   }
 }
 

@@ -34,6 +34,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "meshpp/autodiff/record.hpp"
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/core/create.hpp"
 #include "meshpp/core/error.hpp"
@@ -60,12 +61,9 @@ inline void check_layer_norm_epsilon(const std::string& who, double epsilon) {
 template <class Dim, class X, class G, class B>
 requires detail::traced_or_tensor<X> && detail::traced_or_tensor<G> && detail::traced_or_tensor<B>
 auto layer_norm(const X& x, const G& gamma, const B& beta, double epsilon = 1e-5) {
-  auto hx = detail::node_of(x);
-  auto hg = detail::node_of(gamma);
-  auto hb = detail::node_of(beta);
-  using XT = detail::node_tensor_t<typename decltype(hx)::element_type>;
-  using GT = detail::node_tensor_t<typename decltype(hg)::element_type>;
-  using BT = detail::node_tensor_t<typename decltype(hb)::element_type>;
+  using XT = std::remove_cvref_t<decltype(stop_gradient(x))>;
+  using GT = std::remove_cvref_t<decltype(stop_gradient(gamma))>;
+  using BT = std::remove_cvref_t<decltype(stop_gradient(beta))>;
   using T = typename XT::value_type;
   static_assert(contains_v<typename XT::shape_type, Dim>,
                 "meshpp::layer_norm<Dim>(x, gamma, beta): x has no dim Dim");
@@ -74,25 +72,26 @@ auto layer_norm(const X& x, const G& gamma, const B& beta, double epsilon = 1e-5
                 "meshpp::layer_norm<Dim>(x, gamma, beta): gamma and beta must have the dims [Dim]");
   detail::check_layer_norm_epsilon(
       "meshpp::layer_norm<" + std::string(Dim::name()) + ">(x, gamma, beta, epsilon)", epsilon);
-  const XT& xv = hx->value;
+  const XT& xv = stop_gradient(x);
   auto mean = reduce_mean<Dim>(xv);
   auto r = eval(rsqrt(reduce_mean<Dim>((xv - mean) * (xv - mean)) + static_cast<T>(epsilon)));
   XT y(xv.mesh(), xv.sizes(), XT::uninitialized);
-  assign_expression(y, (xv - mean) * r * hg->value + hb->value);
-  return detail::record(
+  assign_expression(y, (xv - mean) * r * stop_gradient(gamma) + stop_gradient(beta));
+  return record(
       std::move(y),
-      [hx, hg, hb, mean = std::move(mean), r = std::move(r)](const XT&, const XT& g) {
-        const auto xhat = (hx->value - mean) * r;
-        if (hg->wanted) hg->accumulate(g * xhat);  // summed over the dims gamma lacks
-        if (hb->wanted) hb->accumulate(g);
-        if (hx->wanted) {
-          const auto dxhat = g * hg->value;
+      [mean = std::move(mean), r = std::move(r)](const XT&, const XT& g, const auto& in,
+                                                 const auto& scale, const auto& shift) {
+        const auto xhat = (in.value() - mean) * r;
+        if (scale.wants_grad()) scale.add_grad(g * xhat);  // summed over the dims gamma lacks
+        if (shift.wants_grad()) shift.add_grad(g);
+        if (in.wants_grad()) {
+          const auto dxhat = g * scale.value();
           const auto m1 = reduce_mean<Dim>(dxhat);
           const auto m2 = reduce_mean<Dim>(dxhat * xhat);
-          hx->accumulate(r * (dxhat - m1 - xhat * m2));
+          in.add_grad(r * (dxhat - m1 - xhat * m2));
         }
       },
-      hx, hg, hb);
+      x, gamma, beta);
 }
 
 /// @brief A layer normalisation layer over Dim: trainable gamma[Dim] (ones) and beta[Dim]

@@ -26,6 +26,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "meshpp/autodiff/record.hpp"
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/expr/functions.hpp"
@@ -80,25 +81,24 @@ auto softmax_cross_entropy(const traced<L>& logits, const Labels& labels) {
   MESHPP_SOFTMAX_XENT_CHECKS(S);
   if constexpr (ok) {
     using T = typename L::value_type;
-    auto hz = logits.node();
-    const L& z = hz->value;
+    const L& z = logits.value();
     // The label's logit: a lookup along Classes (ops/embedding.hpp), which checks the labels on
     // every rank before any collective, and materializes no one-hot tensor.
     const auto picked = gather<Classes>(z, labels);  // checks the labels first
-    auto lse = logsumexp<Classes>(z);  // per example: all the backward step keeps
+    auto lse = logsumexp<Classes>(z);                // per example: all the backward step keeps
     auto loss = eval(lse - picked);
     using Y = decltype(loss);
-    return detail::record(
+    return record(
         std::move(loss),
-        [hz, lse = std::move(lse), labels](const Y&, const Y& g) {
-          if (!hz->wanted) return;
+        [lse = std::move(lse), labels](const Y&, const Y& g, const auto& in) {
+          if (!in.wants_grad()) return;
           // g softmax(z), then g subtracted at each label: the lookup's local pass, the other way
-          auto dz = eval(g * exp(hz->value - lse));
+          auto dz = eval(g * exp(in.value() - lse));
           detail::for_each_lookup_row<Classes>(
               labels, dz, g, [](T& to, const T& from) { to -= from; }, [](auto) {});
-          hz->accumulate(std::move(dz));
+          in.add_grad(std::move(dz));
         },
-        hz);
+        logits);
   }
 }
 

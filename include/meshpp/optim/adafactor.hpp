@@ -140,12 +140,12 @@ struct adafactor_factors<Tensor, true> {
 // adafactor_slot<Tensor, Options>: a variable, its second-moment statistics (factored or
 // full), its first moment (beta1 > 0) and its count of updates
 template <class Tensor, class Options>
-class adafactor_slot final : public slot<Tensor> {
+class adafactor_slot final : public optimizer_slot<Tensor> {
  public:
   using T = typename Tensor::value_type;
 
   adafactor_slot(variable<Tensor> v, std::shared_ptr<const Options> o)
-      : slot<Tensor>(std::move(v)), options_(std::move(o)) {}
+      : optimizer_slot<Tensor>(std::move(v)), options_(std::move(o)) {}
 
   void update() override {
     const Options& o = *options_;

@@ -88,12 +88,12 @@ void check_adam_options(std::string_view who, const Options& o) {
 // adam_slot<Tensor, Options>: a variable, its two moments and its count of updates; the
 // decoupled decay when Options has a weight_decay
 template <class Tensor, class Options>
-class adam_slot final : public slot<Tensor> {
+class adam_slot final : public optimizer_slot<Tensor> {
  public:
   using T = typename Tensor::value_type;
 
   adam_slot(variable<Tensor> v, std::shared_ptr<const Options> o)
-      : slot<Tensor>(std::move(v)), options_(std::move(o)) {}
+      : optimizer_slot<Tensor>(std::move(v)), options_(std::move(o)) {}
 
   void update() override {
     const Options& o = *options_;

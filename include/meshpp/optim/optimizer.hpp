@@ -32,12 +32,24 @@
 // loss, and the loss is the same on every rank: check it (std::isfinite) before step() to skip
 // a step or stop.
 //
-// Writing a new optimizer: an options struct with a `double learning_rate`, a slot template
-// `template <class Tensor, class Options> class my_slot : public detail::slot<Tensor>`
-// overriding update(), and `class my_opt : public basic_optimizer<my_options, my_slot>`
-// (optim/sgd.hpp is the shortest example). For checkpoints (io/checkpoint.hpp), the slot also
-// overrides visit_state(state_visitor&) and the options get a visit_hyperparameters(v, o)
-// found by argument-dependent lookup; without them saving such an optimizer is an error.
+// Writing a new optimizer (optim/sgd.hpp is the shortest example, README "Extending meshpp"
+// a complete one):
+//   struct my_options { double learning_rate = 0.1; ... };      // the hyperparameters
+//   template <class Tensor, class Options>
+//   class my_slot : public mp::optimizer_slot<Tensor> {         // one variable and its state
+//    public:
+//     my_slot(mp::variable<Tensor> v, std::shared_ptr<const Options> o);
+//     void update() override;   // parameter() from gradient() and the state, local slices
+//   };
+//   class my_opt : public mp::basic_optimizer<my_options, my_slot> {
+//    public:
+//     explicit my_opt(my_options o) : basic_optimizer(std::move(o)) {}
+//     double learning_rate() const override;          // options().learning_rate
+//     void set_learning_rate(double rate) override;   // mutable_options().learning_rate = rate
+//   };
+// For checkpoints (io/checkpoint.hpp) the slot also overrides visit_state(state_visitor&) and
+// the options get a visit_hyperparameters(v, o) found by argument-dependent lookup; without
+// them, saving such an optimizer throws meshpp::error.
 #pragma once
 
 #include <array>
@@ -58,8 +70,8 @@
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/lanes.hpp"
-#include "meshpp/core/tensor.hpp"
 #include "meshpp/core/state.hpp"
+#include "meshpp/core/tensor.hpp"
 
 namespace meshpp {
 
@@ -99,7 +111,8 @@ inline void check_below_one(std::string_view who, std::string_view name, double 
   check_option(who, name, value, value >= 0 && value < 1, "in [0, 1)");
 }
 
-/// One variable of an optimizer and its state, of any tensor type.
+/// One variable of an optimizer and its state, of any tensor type (the interface the optimizer
+/// holds its slots by; optimizer_slot<Tensor> implements all of it but update()).
 class slot_base {
  public:
   virtual ~slot_base() = default;
@@ -109,28 +122,44 @@ class slot_base {
   virtual bool has_grad() const = 0;
   // check(): throws meshpp::error if the gradient does not fit the variable (every rank alike)
   virtual void check() const = 0;
-  // update(): the optimizer's rule, from grad() into value() and the state
+  // update(): the optimizer's rule, from the gradient into the value and the state
   virtual void update() = 0;
   virtual void clear_grad() = 0;
-  // visit_state(v): a checkpoint's walk over the state (core/state.hpp); the default is for
-  // slots written before checkpoints: an error naming the variable, on every rank alike
+  // visit_state(v): a checkpoint's walk over the state (core/state.hpp); by default an error
+  // naming the variable, on every rank alike (a slot that does not say what its state is
+  // cannot be saved)
   virtual void visit_state(state_visitor&) {
     throw error("meshpp::checkpoint: the optimizer slot of variable '" + name() +
                 "' does not save its state (its slot does not override visit_state)");
   }
 };
 
-/// @brief The part of a slot that depends on the tensor type alone: the variable.
+template <class X>
+inline constexpr bool is_variable_v = false;
+template <class Tensor>
+inline constexpr bool is_variable_v<variable<Tensor>> = true;
+
+}  // namespace detail
+
+/// @brief The base of an optimizer's slot: one variable (of tensor type Tensor) and, in the
+/// derived class, its state. A derived slot overrides update() and, for checkpoints,
+/// visit_state(state_visitor&); it reads parameter() and gradient() (the local slices of both
+/// are laid out alike) and makes state tensors laid out as the variable with
+/// zeros_like_parameter(), so an element-wise rule needs no communication.
 /// @tparam Tensor the variable's meshpp::tensor type
 template <class Tensor>
-class slot : public slot_base {
+class optimizer_slot : public detail::slot_base {
  public:
   using tensor_type = Tensor;
   using value_type = typename Tensor::value_type;
 
-  explicit slot(variable<Tensor> v) : variable_(std::move(v)) {}
+  explicit optimizer_slot(variable<Tensor> v) : variable_(std::move(v)) {}
 
-  const node_base* node() const override { return variable_.node().get(); }
+  // update(): the optimizer's rule, from gradient() into parameter() and the state; called by
+  // step() on every rank alike, only when the variable has a gradient (which step() clears)
+  void update() override = 0;
+
+  const detail::node_base* node() const override { return variable_.node().get(); }
   const std::string& name() const override { return variable_.name(); }
   // has_grad() and check() read the gradient's presence, sizes and mesh, which are known while
   // its bucket still sums it; update() waits for that bucket (through grad())
@@ -153,7 +182,9 @@ class slot : public slot_base {
   }
 
  protected:
+  // parameter(): the variable's value, to update in place
   Tensor& parameter() { return variable_.value(); }
+  // gradient(): the variable's complete gradient (waits for its allreduce if still running)
   const Tensor& gradient() const { return *variable_.grad(); }
   // zeros_like_parameter(): a new state tensor: zeros, laid out exactly as the variable
   Tensor zeros_like_parameter() const {
@@ -163,13 +194,6 @@ class slot : public slot_base {
  private:
   variable<Tensor> variable_;
 };
-
-template <class X>
-inline constexpr bool is_variable_v = false;
-template <class Tensor>
-inline constexpr bool is_variable_v<variable<Tensor>> = true;
-
-}  // namespace detail
 
 /// @brief The base of every optimizer: its variables (one slot each) and its step count.
 /// Not copyable (slots own state); movable.
@@ -225,8 +249,8 @@ class optimizer {
  protected:
   optimizer() = default;
 
-  // visit_options(v): the kind and the hyperparameters; the default is for optimizers written
-  // before checkpoints
+  // visit_options(v): the kind and the hyperparameters; by default an error (an optimizer that
+  // does not name its hyperparameters cannot be saved)
   virtual void visit_options(state_visitor&) {
     throw error(
         "meshpp::checkpoint: this optimizer does not save its hyperparameters (it does not "
@@ -252,7 +276,9 @@ class optimizer {
 /// @brief An optimizer whose rule is Slot and whose hyperparameters are Options. Slots share
 /// the options with the optimizer, so set_learning_rate() reaches them, moves included.
 /// @tparam Options  an aggregate of hyperparameters
-/// @tparam Slot     template <class Tensor, class Options> class, derived from detail::slot<Tensor>
+/// @tparam Slot     template <class Tensor, class Options> class, derived from
+///                  optimizer_slot<Tensor>, constructible from (variable<Tensor>,
+///                  std::shared_ptr<const Options>)
 template <class Options, template <class, class> class Slot>
 class basic_optimizer : public optimizer {
  public:

@@ -59,12 +59,12 @@ inline void check_options(const sgd_options& o) {
 
 // sgd_slot<Tensor, Options>: a variable and its momentum buffer
 template <class Tensor, class Options>
-class sgd_slot final : public slot<Tensor> {
+class sgd_slot final : public optimizer_slot<Tensor> {
  public:
   using T = typename Tensor::value_type;
 
   sgd_slot(variable<Tensor> v, std::shared_ptr<const Options> o)
-      : slot<Tensor>(std::move(v)), options_(std::move(o)) {}
+      : optimizer_slot<Tensor>(std::move(v)), options_(std::move(o)) {}
 
   void update() override {
     const Options& o = *options_;
