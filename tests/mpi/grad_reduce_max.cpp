@@ -15,7 +15,7 @@ TEST_CASE("reduce_max gradients split evenly between two tied elements") {
   mesh_t m(meshpp_test::grid2(world().size()));
   const auto x = tied(m);
   check("reduce_max", "<shape<k>>: tied across ranks", x,
-        [](const auto& t) { return weighted_sum(mp::reduce_max<mp::shape<k>>(t)); });
+        [](const auto& t) { return weighted_sum(mp::reduce_max_to<mp::shape<k>>(t)); });
   check("reduce_max", "(): tied across ranks", x,
         [](const auto& t) { return weighted_sum(mp::reduce_max(t)); });
   // and the gradient itself: half to each of the two, nothing elsewhere

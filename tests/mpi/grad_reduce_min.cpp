@@ -15,7 +15,7 @@ TEST_CASE("reduce_min gradients split evenly between two tied elements") {
   mesh_t m(meshpp_test::grid2(world().size()));
   const auto x = tied(m);
   check("reduce_min", "<shape<k>>: tied across ranks", x,
-        [](const auto& t) { return weighted_sum(mp::reduce_min<mp::shape<k>>(t)); });
+        [](const auto& t) { return weighted_sum(mp::reduce_min_to<mp::shape<k>>(t)); });
   check("reduce_min", "(): tied across ranks", x,
         [](const auto& t) { return weighted_sum(mp::reduce_min(t)); });
 }

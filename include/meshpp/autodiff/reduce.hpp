@@ -31,46 +31,57 @@ double global_count(const Tensor& t) {
   for (std::size_t s : t.global_shape()) n *= static_cast<double>(s);
   return n;
 }
-}  // namespace detail
 
-// reduce_sum<Dims...>(a), reduce_sum<shape<Out...>>(a), reduce_sum(a) of a traced tensor
-template <class... Ts, class A>
-auto reduce_sum(const traced<A>& a) {
-  return record([](const A& x) { return reduce_sum<Ts...>(x); }, detail::broadcast_back, a);
+// traced_sum / traced_mean / traced_extremum: the recorded reductions, given the plain one
+// (reduce_x<Dims...> or reduce_x_to<shape<...>>) as `reduce`
+template <class Reduce, class A>
+auto traced_sum(const traced<A>& a, Reduce reduce) {
+  return record(reduce, broadcast_back, a);
 }
-
-// reduce_mean<Dims...>(a), reduce_mean<shape<Out...>>(a), reduce_mean(a) of a traced tensor
-template <class... Ts, class A>
-auto reduce_mean(const traced<A>& a) {
-  auto y = reduce_mean<Ts...>(a.value());
+template <class Reduce, class A>
+auto traced_mean(const traced<A>& a, Reduce reduce) {
+  auto y = reduce(a.value());
   using T = typename decltype(y)::value_type;
-  const T scale = static_cast<T>(detail::global_count(y) / detail::global_count(a.value()));
+  const T scale = static_cast<T>(global_count(y) / global_count(a.value()));
   return record(
       std::move(y),
       [scale](const auto&, const auto& g, const auto& x) {
-        x.add_grad(detail::broadcast_like(g, x.value()) * scale);
+        x.add_grad(broadcast_like(g, x.value()) * scale);
       },
       a);
 }
+// reduce_max and reduce_min: g to the elements equal to the extremum, split evenly among ties
+template <class Reduce, class A>
+auto traced_extremum(const traced<A>& a, Reduce reduce) {
+  return record(
+      reduce,
+      [](const auto& out, const auto& g, const auto& x) {
+        if (!x.wants_grad()) return;
+        using Y = std::remove_cvref_t<decltype(out)>;
+        using T = typename Y::value_type;
+        const auto at_extremum = equal(x.value(), out);
+        const auto ties = reduce_sum_to<typename Y::shape_type>(cast<T>(at_extremum));
+        x.add_grad(where(at_extremum, broadcast_like(g / ties, x.value()), 0));
+      },
+      a);
+}
+}  // namespace detail
 
-// reduce_max / reduce_min of a traced tensor (the same three spellings)
-#define MESHPP_TRACED_EXTREMUM(NAME)                                                      \
-  template <class... Ts, class A>                                                         \
-  auto NAME(const traced<A>& a) {                                                         \
-    return record(                                                                        \
-        [](const A& x) { return NAME<Ts...>(x); },                                        \
-        [](const auto& out, const auto& g, const auto& x) {                               \
-          if (!x.wants_grad()) return;                                                    \
-          using Y = std::remove_cvref_t<decltype(out)>;                                   \
-          using T = typename Y::value_type;                                               \
-          const auto at_extremum = equal(x.value(), out);                                 \
-          const auto ties = reduce_sum<typename Y::shape_type>(cast<T>(at_extremum));     \
-          x.add_grad(where(at_extremum, detail::broadcast_like(g / ties, x.value()), 0)); \
-        },                                                                                \
-        a);                                                                               \
+// reduce_x<Dims...>(a), reduce_x(a) and reduce_x_to<shape<Out...>>(a) of a traced tensor, for
+// x in sum, mean, max, min
+#define MESHPP_TRACED_REDUCTION(NAME, HOW)                               \
+  template <class... Ts, class A>                                        \
+  auto NAME(const traced<A>& a) {                                        \
+    return detail::HOW(a, [](const A& x) { return NAME<Ts...>(x); });    \
+  }                                                                      \
+  template <class Out, class A>                                          \
+  auto NAME##_to(const traced<A>& a) {                                   \
+    return detail::HOW(a, [](const A& x) { return NAME##_to<Out>(x); }); \
   }
-MESHPP_TRACED_EXTREMUM(reduce_max)
-MESHPP_TRACED_EXTREMUM(reduce_min)
-#undef MESHPP_TRACED_EXTREMUM
+MESHPP_TRACED_REDUCTION(reduce_sum, traced_sum)
+MESHPP_TRACED_REDUCTION(reduce_mean, traced_mean)
+MESHPP_TRACED_REDUCTION(reduce_max, traced_extremum)
+MESHPP_TRACED_REDUCTION(reduce_min, traced_extremum)
+#undef MESHPP_TRACED_REDUCTION
 
 }  // namespace meshpp

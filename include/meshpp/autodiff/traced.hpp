@@ -449,7 +449,7 @@ Tensor conform(G&& g) {
     return Tensor(std::forward<G>(g));
   } else if constexpr (!same_dims_v<GS, S>) {
     // the operand was broadcast over the dims it lacks: their gradients add up
-    return conform<Tensor>(reduce_sum<S>(g));
+    return conform<Tensor>(reduce_sum_to<S>(g));
   } else if constexpr (readable_as_v<Tensor, GT>) {
     return Tensor(g);  // one pass: transpose by name and/or free slice
   } else if constexpr (!is_tensor_v<GT>) {

@@ -291,7 +291,7 @@ auto einsum(const A& a, const B& b) {
   }
 }
 
-// einsum<Out>(a): a transposed to Out, with a's other dims summed out (reduce_sum<Out>)
+// einsum<Out>(a): a transposed to Out, with a's other dims summed out (reduce_sum_to<Out>)
 template <class Out, class A>
 requires is_shape_v<Out> && is_expression_v<A>
 auto einsum(const A& a) {
@@ -299,7 +299,7 @@ auto einsum(const A& a) {
       typename detail::first_output_dim_in_no_input<Out, typename A::shape_type, shape<>>::type;
   static_assert(offending::output_dim_appears_in_no_input<missing_output_dim>,
                 "meshpp::einsum<Out>(a): an output dim is not a dim of a");
-  if constexpr (std::is_same_v<missing_output_dim, detail::no_dim>) return reduce_sum<Out>(a);
+  if constexpr (std::is_same_v<missing_output_dim, detail::no_dim>) return reduce_sum_to<Out>(a);
 }
 
 }  // namespace meshpp

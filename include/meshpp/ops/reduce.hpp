@@ -2,7 +2,7 @@
 // reduce_mean.
 //
 //   reduce_sum<batch>(x)                  sum out batch
-//   reduce_sum<shape<hidden>>(x * y)      to the named output shape (one fused pass)
+//   reduce_sum_to<shape<hidden>>(x * y)   to the shape [hidden] (one fused pass)
 //   reduce_max(x)                         over every dim: a tensor of no dims
 //
 // [batch/rows, hidden/cols] |-> [hidden/cols]   local sum, then allreduce over rows
