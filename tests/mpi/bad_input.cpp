@@ -619,8 +619,8 @@ TEST_CASE("27. ids out of range on one rank only: gather and one_hot throw on ev
       [&](const auto& i) { return i[0] + 1 == 2 * nz() ? std::int32_t(nv) : std::int32_t(1); });
   const std::string where = "id 5 at ids[batch:" + std::to_string(2 * nz() - 1) +
                             "] is outside [0, 5), the range of dim 'vocab'";
-  CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::gather<vocab>(table, ids); },
-                                         {"meshpp::gather<vocab>(table, ids)", where}));
+  CHECK_ALL_RANKS(throws_with<mp::error>([&] { (void)mp::take<vocab>(table, ids); },
+                                         {"meshpp::take<vocab>(table, ids)", where}));
   CHECK_ALL_RANKS(
       throws_with<mp::error>([&] { (void)mp::one_hot<vocab>(ids, mp::extents{vocab{} = nv}); },
                              {"meshpp::one_hot<vocab>(ids, sizes)", where}));

@@ -163,7 +163,7 @@ TEST_CASE("33. softmax_cross_entropy: labels out of range, on one rank only, thr
   const bool finder = world().rank() + 1 == static_cast<int>(nz());
   CHECK_ALL_RANKS(
       throws_with<mp::error>(run, {(finder ? "" : "meshpp: rank " + last + " found bad input: ") +
-                                   "meshpp::gather<classes>(table, ids): id " +
+                                   "meshpp::take<classes>(table, ids): id " +
                                    std::to_string(nc()) + " at ids[batch:0] is outside [0, " +
                                    std::to_string(nc()) + "), the range of dim 'classes'"}));
   const auto negative = mp::full<std::int32_t, batch>(s, mp::extents{batch{} = nb}, -1);

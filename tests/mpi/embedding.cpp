@@ -1,4 +1,4 @@
-// gather<Dim>(table, ids) and one_hot<Dim>(ids, sizes): every result against a single-rank
+// take<Dim>(table, ids) and one_hot<Dim>(ids, sizes): every result against a single-rank
 // reference computed in plain loops without a mesh, on every 3-d mesh shape the rank count
 // allows, under layouts that split vocab, d_model and the ids' dims over distinct mesh dims;
 // what they communicate (one allreduce over vocab's mesh dim, or nothing); that they agree
@@ -6,7 +6,7 @@
 // bad ids fail on every rank, also when only some ranks hold them.
 #include "embedding_fixture.hpp"
 
-TEST_CASE("gather<vocab>(table, ids) looks up rows under every layout and mesh shape") {
+TEST_CASE("take<vocab>(table, ids) looks up rows under every layout and mesh shape") {
   SUBCASE("replicated") { check_lookup<replicated>(); }
   SUBCASE("vocab split") { check_lookup<vocab_split>(); }
   SUBCASE("vocab and d_model split") { check_lookup<vocab_and_d_model_split>(); }
@@ -53,7 +53,7 @@ TEST_CASE("gather: a table per batch entry, batch split in both, one, or neither
     CAPTURE(m.describe());
     auto check = [&](const auto& table, const auto& ids) {
       m.counters().reset();
-      const auto out = mp::gather<vocab>(table, ids);
+      const auto out = mp::take<vocab>(table, ids);
       static_assert(std::is_same_v<std::remove_cvref_t<decltype(out)>, out_t>);
       CHECK_ALL_RANKS(recorded_lookup<rules>(m, out.local().size()));
       CHECK_ALL_RANKS(meshpp_test::bit_equal(
@@ -76,7 +76,7 @@ TEST_CASE("gather: expressions as table and ids") {
     const mesh_t m(shape);
     const auto table = make_table<mp::tensor_of<float, mp::shape<vocab, d_model>, mesh_t>>(m);
     const auto ids = make_ids<mp::tensor_of<int, mp::shape<batch, seq>, mesh_t>>(m);
-    const auto out = mp::gather<vocab>(table * 2.0f, ids + 1 - 1);
+    const auto out = mp::take<vocab>(table * 2.0f, ids + 1 - 1);
     CHECK_ALL_RANKS(meshpp_test::bit_equal(
         out.local(), xt::xtensor<float, 3>(
                          2.0f * meshpp_test::block(want, out.local_offsets(), out.local_shape()))));

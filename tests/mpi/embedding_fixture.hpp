@@ -111,7 +111,7 @@ bool recorded_lookup(const Mesh& m, std::size_t values) {
 }
 
 
-// gather<vocab>(table, ids) under Rules on every mesh shape: values, layout, counters.
+// take<vocab>(table, ids) under Rules on every mesh shape: values, layout, counters.
 template <class Rules, class T = float, class Id = int,
           class TableShape = mp::shape<vocab, d_model>>
 void check_lookup() {
@@ -123,7 +123,7 @@ void check_lookup() {
     const auto table = make_table<mp::tensor_of<T, TableShape, mesh_t>>(m);
     const auto ids = make_ids<mp::tensor_of<Id, mp::shape<batch, seq>, mesh_t>>(m);
     m.counters().reset();
-    const auto out = mp::gather<vocab>(table, ids);
+    const auto out = mp::take<vocab>(table, ids);
     using out_t = std::remove_cvref_t<decltype(out)>;
     static_assert(std::is_same_v<out_t, mp::tensor_of<T, mp::shape<batch, seq, d_model>, mesh_t>>);
     CAPTURE(out.describe());

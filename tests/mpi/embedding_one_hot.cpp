@@ -61,7 +61,7 @@ TEST_CASE("gather equals einsum over one_hot, and einsum over one_hot is the den
       const auto table = make_table<mp::tensor_of<double, mp::shape<vocab, d_model>, mesh_t>>(m);
       const auto ids = make_ids<mp::tensor_of<int, mp::shape<batch, seq>, mesh_t>>(m);
       const auto h = mp::one_hot<vocab, double>(ids, sizes);
-      const auto looked_up = mp::gather<vocab>(table, ids);
+      const auto looked_up = mp::take<vocab>(table, ids);
       const auto via_einsum = mp::einsum<mp::shape<batch, seq, d_model>>(h, table);
       CHECK_ALL_RANKS(meshpp_test::bit_equal(looked_up.local(), via_einsum.local()));
       const auto dy = mp::generate<double, batch, seq, d_model>(
@@ -90,16 +90,16 @@ void bad_ids_fail_together(const std::vector<std::array<int, 3>>& shapes) {
     const auto high = ids_with_one_bad<Id, IdsLayout>(m, 3, 1, Id(V));
     CHECK_ALL_RANKS(fails_together(
         high, 3, 1,
-        "meshpp::gather<vocab>(table, ids): id 8 at ids[batch:3, seq:1] is outside [0, 8), "
+        "meshpp::take<vocab>(table, ids): id 8 at ids[batch:3, seq:1] is outside [0, 8), "
         "the range of dim 'vocab'",
-        [&] { (void)mp::gather<vocab>(table, high); }));
+        [&] { (void)mp::take<vocab>(table, high); }));
     CHECK_ALL_RANKS(fails_together(
         high, 3, 1, "meshpp::one_hot<vocab>(ids, sizes): id 8 at ids[batch:3, seq:1]",
         [&] { (void)mp::one_hot<vocab>(high, sizes); }));
     if constexpr (std::is_signed_v<Id>) {  // negative, at [0, 2]
       const auto low = ids_with_one_bad<Id, IdsLayout>(m, 0, 2, Id(-1));
       CHECK_ALL_RANKS(fails_together(low, 0, 2, "id -1 at ids[batch:0, seq:2] is outside",
-                                     [&] { (void)mp::gather<vocab>(table, low); }));
+                                     [&] { (void)mp::take<vocab>(table, low); }));
       CHECK_ALL_RANKS(fails_together(low, 0, 2, "id -1 at ids[batch:0, seq:2] is outside",
                                      [&] { (void)mp::one_hot<vocab>(low, sizes); }));
     }
@@ -136,8 +136,8 @@ TEST_CASE("gather: table and ids disagreeing on a shared dim's size throw on eve
       m, mp::extents{batch{} = 2, vocab{} = V, d_model{} = D});
   const auto ids = mp::zeros<int, batch, seq>(m, sizes);
   CHECK_ALL_RANKS(meshpp_test::throws_with<mp::error>(
-      [&] { (void)mp::gather<vocab>(table, ids); },
-      {"meshpp::gather<vocab>(table, ids): table and ids disagree on the size of dim 'batch': 2 "
+      [&] { (void)mp::take<vocab>(table, ids); },
+      {"meshpp::take<vocab>(table, ids): table and ids disagree on the size of dim 'batch': 2 "
        "and 4"}));
   CHECK(ranks_in_step());
 }

@@ -1,4 +1,4 @@
-// The table's gradient of gather<vocab>(table, ids) (grad_embedding_check.hpp), with vocab
+// The table's gradient of take<vocab>(table, ids) (grad_embedding_check.hpp), with vocab
 // split and whole, ids split over batch and whole: central differences at every element of the
 // table, with repeated ids; one dense allreduce of the table's slice over batch's mesh dim (none
 // when ids are whole); equal to the gradient of einsum(one_hot(ids), table).
@@ -43,8 +43,8 @@ TEST_CASE("gather's table gradient reaches a variable through backward(loss), id
     mp::variable table(mp::random_normal<table_t>(m, sizes, 1), "table");
     const auto traced_table = mp::trace(table.value());
     const auto [want] =
-        mp::gradients(weighted_sum(mp::gather<vocab>(traced_table, ids)), traced_table);
-    const auto loss = weighted_sum(mp::gather<vocab>(table, ids + 0));
+        mp::gradients(weighted_sum(mp::take<vocab>(traced_table, ids)), traced_table);
+    const auto loss = weighted_sum(mp::take<vocab>(table, ids + 0));
     mp::backward(loss);
     CHECK_ALL_RANKS(table.grad().has_value());
     if (!table.grad()) continue;  // the same on every rank

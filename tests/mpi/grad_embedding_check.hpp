@@ -1,5 +1,5 @@
 // Shared by grad_embedding.cpp and grad_embedding_layouts.cpp: the table's gradient of
-// gather<vocab>(table, ids) (autodiff/embedding.hpp), checked on every mesh shape the rank
+// take<vocab>(table, ids) (autodiff/embedding.hpp), checked on every mesh shape the rank
 // count allows:
 //   - the traced lookup's value is the plain lookup's, bit for bit;
 //   - the gradient matches central differences (double) at every element of the table, with
@@ -66,7 +66,7 @@ inline bool backward_is(const mp::counters& c, unsigned reduce_mask, unsigned ga
 }
 
 // check_lookup<Table, Ids, OneHot>(m, reduce_mask, gather_mask): every check above for
-// gather<vocab>(table, ids), table of type Table, ids of type Ids. The backward allreduces over
+// take<vocab>(table, ids), table of type Table, ids of type Ids. The backward allreduces over
 // the mesh dims in reduce_mask; gather_mask is nonzero only for a table that holds whole a dim
 // that ids split: the gradient's stripes of it are then allgathered into the table's layout.
 template <class Table, class Ids, bool OneHot, class Mesh>
@@ -78,7 +78,7 @@ void check_lookup(const Mesh& m, unsigned reduce_mask, unsigned gather_mask = 0)
     return static_cast<typename Ids::value_type>(
         id_value(g[mp::index_of_v<IS, batch>], g[mp::index_of_v<IS, seq>]));
   });
-  auto lookup = [&](const auto& t) { return mp::gather<vocab>(t, ids); };
+  auto lookup = [&](const auto& t) { return mp::take<vocab>(t, ids); };
 
   // the value: the plain lookup's
   const auto traced_table = mp::trace(table);

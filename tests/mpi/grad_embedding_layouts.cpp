@@ -1,4 +1,4 @@
-// The table's gradient of gather<vocab>(table, ids) under more layouts
+// The table's gradient of take<vocab>(table, ids) under more layouts
 // (grad_embedding_check.hpp): ids split over two mesh dims (one allreduce over both), a table
 // laid out [d_model, vocab], and a table per batch entry (batch shared by table and ids: no
 // allreduce, and an allgather where ids split batch and the table holds it whole).

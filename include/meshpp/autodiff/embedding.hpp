@@ -2,10 +2,10 @@
 // gradient as one dense scatter-add.
 //
 //   mp::variable table(mp::random_normal<float, vocab, d_model>(mesh, sizes, 1), "table");
-//   auto x = mp::gather<vocab>(table, ids);   // ids[batch, seq]: a plain integer tensor
+//   auto x = mp::take<vocab>(table, ids);   // ids[batch, seq]: a plain integer tensor
 //   mp::backward(loss);                       // table.grad(): [vocab, d_model], as the table
 //
-// Forward: exactly gather<Dim>(table, ids) of ops/embedding.hpp (a local lookup, then one
+// Forward: exactly take<Dim>(table, ids) of ops/embedding.hpp (a local lookup, then one
 // allreduce of the output over the mesh dim Dim is split over), with its layout rules: ids must
 // be whole along that mesh dim. Backward, given the output's gradient g:
 //
@@ -56,13 +56,13 @@ namespace meshpp {
 
 namespace detail {
 
-/// The table's gradient of gather<Dim>(table, ids), as the scatter-add leaves it: laid out as
+/// The table's gradient of take<Dim>(table, ids), as the scatter-add leaves it: laid out as
 /// the table, except that a dim the table shares with ids is split as the lookup's output
 /// splits it (where ids split it and the table does not); summed by one allreduce over the
 /// mesh dims that the output is split over and that layout is not: those of ids' own dims.
 template <class Dim, class Table, class Ids>
 struct gather_grad_plan {
-  using plan = gather_plan<Dim, Table, Ids>;
+  using plan = take_plan<Dim, Table, Ids>;
   using table_shape = typename plan::table_shape;
   using grad_layout =
       layout_for_t<layout_merge_t<typename plan::out_layout, typename Table::layout_type>,
@@ -75,7 +75,7 @@ struct gather_grad_plan {
   using reduce_over = over_t<reduce_mesh_dims>;
 };
 
-// scatter_add<Dim>(g, ids, table): the gradient of gather<Dim>(table, ids) with respect to the
+// scatter_add<Dim>(g, ids, table): the gradient of take<Dim>(table, ids) with respect to the
 // table, given the output's gradient g: zeros, plus each row of g at its id (this rank's stripe
 // of Dim), summed over the ranks that hold other ids; laid out as gather_grad_plan says
 // scatter_add<Dim>(g, ids, table, deferred): the table's gradient; with `deferred`, the final
@@ -83,13 +83,13 @@ struct gather_grad_plan {
 // names: deferred sums, autodiff/traced.hpp)
 template <class Dim, class Table, class Ids, class G>
 auto scatter_add(const G& g, const Ids& ids, const Table& table, unsigned* deferred = nullptr) {
-  using plan = gather_plan<Dim, Table, Ids>;
+  using plan = take_plan<Dim, Table, Ids>;
   using grad_plan = gather_grad_plan<Dim, Table, Ids>;
   using Out = typename plan::out;
   using T = typename Table::value_type;
   static_assert(std::is_same_v<typename G::shape_type, Out> &&
                     std::is_same_v<typename G::layout_type, typename plan::out_layout>,
-                "meshpp::gather<Dim>(table, ids): the gradient must be laid out as the lookup's "
+                "meshpp::take<Dim>(table, ids): the gradient must be laid out as the lookup's "
                 "output");
   typename grad_plan::natural grad(table.mesh(), table.sizes());  // zeros
 
@@ -111,7 +111,7 @@ auto scatter_add(const G& g, const Ids& ids, const Table& table, unsigned* defer
 
 }  // namespace detail
 
-/// gather<Dim>(table, ids) of a traced table (or a variable): the rows of the table along Dim
+/// take<Dim>(table, ids) of a traced table (or a variable): the rows of the table along Dim
 /// that the integer tensor ids names, as ops/embedding.hpp computes them, recorded; the
 /// table's gradient is one dense scatter-add and one allreduce of the table's slice over ids'
 /// mesh dims (see above). Ids are plain: integers have no gradient.
@@ -124,11 +124,11 @@ auto gather(const traced<Table>& table, const Ids& ids) {
     else
       return eval(ids);
   }();
-  using plan = detail::gather_plan<Dim, Table, decltype(id_tensor)>;
+  using plan = detail::take_plan<Dim, Table, decltype(id_tensor)>;
   if constexpr (!plan::ok) {
-    gather<Dim>(table.value(), id_tensor);  // only its errors, in the plain lookup's words
+    take<Dim>(table.value(), id_tensor);  // only its errors, in the plain lookup's words
   } else {
-    auto y = gather<Dim>(table.value(), id_tensor);
+    auto y = take<Dim>(table.value(), id_tensor);
     return record(
         std::move(y),
         [id_tensor = std::move(id_tensor)](const auto&, const auto& g, const auto& t) {

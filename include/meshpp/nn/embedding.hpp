@@ -7,7 +7,7 @@
 //
 // The table starts normal(0, 1 / sqrt(d)), d the product of Model's sizes (so a looked-up
 // vector has about unit norm), generated from the global index: the same bit for bit under
-// every layout and rank count. The lookup is the traced gather<Vocab>(table, ids) of
+// every layout and rank count. The lookup is the traced take<Vocab>(table, ids) of
 // autodiff/embedding.hpp, with its communication:
 //   forward   [vocab/cols, d_model] x ids[batch/rows, seq] |-> [batch/rows, seq, d_model]
 //             a local lookup in this rank's stripe of vocab, then allreduce over cols (none
@@ -60,7 +60,7 @@ class embedding {
   // layer(ids): ids[Ids...] (a plain integer tensor or expression) -> traced [Ids..., Model...]
   template <class Ids>
   auto operator()(const Ids& ids) const {
-    return gather<Vocab>(table_, ids);
+    return take<Vocab>(table_, ids);
   }
 
   // initial_stddev(sizes): 1 / sqrt(d), d the number of elements of one embedding vector

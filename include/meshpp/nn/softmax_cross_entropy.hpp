@@ -6,7 +6,7 @@
 //   // plain logits (evaluation) give a plain tensor, and record nothing
 //
 // Forward, per example: loss = log(sum_c exp(z_c - m)) + m - z_label, with m = max_c z_c (so
-// no exp overflows), and z_label looked up as gather<Classes>(z, labels) does:
+// no exp overflows), and z_label looked up as take<Classes>(z, labels) does:
 //   [batch/rows, classes/cols] |-> [batch/rows]   max, sum and label pick: each a local pass,
 //                                                 then an allreduce over cols (none when the
 //                                                 class dim is whole)
@@ -66,7 +66,7 @@ auto softmax_cross_entropy(const L& logits, const Labels& labels) {
   MESHPP_SOFTMAX_XENT_CHECKS(typename L::shape_type);
   if constexpr (ok) {
     const auto& z = detail::materialized(logits);
-    const auto picked = gather<Classes>(z, labels);  // checks the labels first
+    const auto picked = take<Classes>(z, labels);  // checks the labels first
     return eval(logsumexp<Classes>(z) - picked);
   }
 }
@@ -84,7 +84,7 @@ auto softmax_cross_entropy(const traced<L>& logits, const Labels& labels) {
     const L& z = logits.value();
     // The label's logit: a lookup along Classes (ops/embedding.hpp), which checks the labels on
     // every rank before any collective, and materializes no one-hot tensor.
-    const auto picked = gather<Classes>(z, labels);  // checks the labels first
+    const auto picked = take<Classes>(z, labels);  // checks the labels first
     auto lse = logsumexp<Classes>(z);                // per example: all the backward step keeps
     auto loss = eval(lse - picked);
     using Y = decltype(loss);

@@ -1,7 +1,7 @@
-// meshpp/ops/embedding.hpp — embedding lookups by name: gather<Dim>(table, ids) and
+// meshpp/ops/embedding.hpp — embedding lookups by name: take<Dim>(table, ids) and
 // one_hot<Dim>(ids, sizes).
 //
-//   auto x = gather<vocab>(table, ids);              // table[vocab, d_model], ids[batch, seq]
+//   auto x = take<vocab>(table, ids);              // table[vocab, d_model], ids[batch, seq]
 //                                                    //   -> x[batch, seq, d_model]
 //   auto h = one_hot<vocab>(ids, sizes);             // -> h[batch, seq, vocab], float 0/1
 //   auto g = einsum<shape<vocab, d_model>>(h, dy);   // the table's gradient: dense
@@ -12,7 +12,7 @@
 // one_hot: ids[batch/rows, seq] |-> [batch/rows, seq, vocab/cols]
 //              each rank fills its stripe of vocab: no communication
 //
-// gather<Dim>(table, ids) is einsum(one_hot<Dim>(ids), table) contracting Dim, without
+// take<Dim>(table, ids) is einsum(one_hot<Dim>(ids), table) contracting Dim, without
 // materializing the one-hot tensor: the same plan (a local pass, then one allreduce over
 // the mesh dim the contracted dim is split over) and the same layout rules. The ranks of one
 // group along Dim's mesh dim must look up the same ids, so ids must not be split over that
@@ -91,17 +91,17 @@ inline constexpr bool no_size_given_for_the_one_hot_dim = false;
 
 namespace detail {
 
-// gather_impl<Dim>(table, ids): the work of gather<Dim>(table, ids), once its checks passed
+// take_impl<Dim>(table, ids): the work of take<Dim>(table, ids), once its checks passed
 template <class Dim, class Table, class Ids>
-auto gather_impl(const Table& table, const Ids& ids) {
-  using plan = gather_plan<Dim, Table, Ids>;
+auto take_impl(const Table& table, const Ids& ids) {
+  using plan = take_plan<Dim, Table, Ids>;
   using TS = typename plan::table_shape;
   using IS = typename plan::ids_shape;
   using Out = typename plan::out;
   using T = typename Table::value_type;
   using Mesh = typename Table::mesh_type;
   const Mesh& mesh = table.mesh();
-  const std::string what = "meshpp::gather<" + std::string(Dim::name()) + ">(table, ids)";
+  const std::string what = "meshpp::take<" + std::string(Dim::name()) + ">(table, ids)";
   check_operands<shape_intersection_t<IS, TS>>(what, "table and ids", as_expression(table),
                                                as_expression(ids));
   check_ids<Dim>(what, ids, table.template extent<Dim>());
@@ -168,7 +168,7 @@ auto one_hot_impl(const Ids& ids, std::size_t size) {
 // Both entry points check their operands here, at the call, so an error is reported in the
 // user's terms; each condition names the offending dims or rules.
 
-/// gather<Dim>(table, ids): the rows of `table` along Dim that `ids` name (an embedding
+/// take<Dim>(table, ids): the rows of `table` along Dim that `ids` name (an embedding
 /// lookup). The result has ids' dims, then table's dims other than Dim (those ids lack), and
 /// table's value type: out[b, s, :] = table[ids[b, s], :]. Laid out as ids and table
 /// together on those dims. One allreduce over the mesh dim Dim is split over (none when Dim
@@ -176,24 +176,24 @@ auto one_hot_impl(const Ids& ids, std::size_t size) {
 template <class Dim, class Table, class Ids>
 requires is_expression_v<Table> && is_expression_v<Ids>
 auto gather(const Table& table, const Ids& ids) {
-  using plan = detail::gather_plan<Dim, Table, Ids>;
+  using plan = detail::take_plan<Dim, Table, Ids>;
   using TS = typename plan::table_shape;
   using IS = typename plan::ids_shape;
   static_assert(offending::table_lacks_the_lookup_dim<Dim, TS> || contains_v<TS, Dim>,
-                "meshpp::gather<Dim>(table, ids): the table has no dim Dim to look up along");
+                "meshpp::take<Dim>(table, ids): the table has no dim Dim to look up along");
   static_assert(offending::ids_have_the_lookup_dim<Dim, IS> || !contains_v<IS, Dim>,
-                "meshpp::gather<Dim>(table, ids): ids must not have the dim Dim they index; the "
+                "meshpp::take<Dim>(table, ids): ids must not have the dim Dim they index; the "
                 "result replaces Dim by ids' dims");
   static_assert(offending::ids_are_not_integers<typename Ids::value_type> ||
                     detail::is_id_type_v<typename Ids::value_type>,
-                "meshpp::gather<Dim>(table, ids): ids must hold integers (not bool or a character "
+                "meshpp::take<Dim>(table, ids): ids must hold integers (not bool or a character "
                 "type)");
   // If this fails, a dim of both table and ids is split over one mesh dim in ids and another
   // in table: no rank holds matching stripes of both. The condition names both rules.
   static_assert(
       offending::ids_and_table_split_a_shared_dim_over_two_mesh_dims<typename plan::conflict_with,
                                                                      typename plan::conflict>,
-      "meshpp::gather<Dim>(table, ids): a dim of both table and ids is split over "
+      "meshpp::take<Dim>(table, ids): a dim of both table and ids is split over "
       "different mesh dims in each; relayout one of them first");
   // If this fails, ids are split over the mesh dim that the table splits Dim over: the ranks
   // holding the other rows of Dim hold other ids, so one allreduce cannot assemble the rows.
@@ -201,22 +201,22 @@ auto gather(const Table& table, const Ids& ids) {
   static_assert(
       offending::ids_split_over_the_lookup_dims_mesh_dim<typename plan::ids_on_lookup_mesh_dim,
                                                          typename plan::lookup_rule>,
-      "meshpp::gather<Dim>(table, ids): ids are split over the mesh dim that the table "
+      "meshpp::take<Dim>(table, ids): ids are split over the mesh dim that the table "
       "splits Dim over; ids must be whole along it (relayout ids first)");
   // If this fails, each operand's layout is legal but together they split two dims of the
   // result over one mesh dim (Mesh-TensorFlow paper 8.5): the condition names the two rules.
   static_assert(offending::lookup_result_has_two_dims_on_one_mesh_dim<typename plan::clash::first,
                                                                       typename plan::clash::second>,
-                "meshpp::gather<Dim>(table, ids): the operands' layouts put two dims of the "
+                "meshpp::take<Dim>(table, ids): the operands' layouts put two dims of the "
                 "result on one mesh dim (illegal layout, Mesh-TensorFlow paper 8.5)");
   static_assert(offending::table_and_ids_on_meshes_of_different_types<typename Table::mesh_type,
                                                                       typename Ids::mesh_type>,
-                "meshpp::gather<Dim>(table, ids): table and ids live on meshes of different "
+                "meshpp::take<Dim>(table, ids): table and ids live on meshes of different "
                 "types");
   if constexpr (plan::ok) {  // else: only the errors above
     const auto& t = detail::materialized(table);
     const auto& i = detail::materialized(ids);
-    return detail::gather_impl<Dim>(t, i);
+    return detail::take_impl<Dim>(t, i);
   }
 }
 

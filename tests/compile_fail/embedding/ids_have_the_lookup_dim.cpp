@@ -1,7 +1,7 @@
-// expect-error: meshpp::gather<Dim>\(table, ids\): ids must not have the dim Dim they index
+// expect-error: meshpp::take<Dim>\(table, ids\): ids must not have the dim Dim they index
 // expect-error: ids_have_the_lookup_dim<vocab, meshpp::shape<batch, vocab> ?>
 //
-// gather<vocab>(table, ids) replaces the dim vocab of the table by the dims of ids: ids index
+// take<vocab>(table, ids) replaces the dim vocab of the table by the dims of ids: ids index
 // vocab, so they must not have it themselves (ids[batch, vocab] would name vocab twice in the
 // result). The twin's ids are [batch, seq].
 #include <meshpp/core/layout.hpp>
@@ -25,4 +25,4 @@ using ids_t = meshpp::tensor_of<int, meshpp::shape<batch, seq>, mesh_t>;
 #endif
 
 // never called: cases are only compiled
-auto embed(const table_t& table, const ids_t& ids) { return meshpp::gather<vocab>(table, ids); }
+auto embed(const table_t& table, const ids_t& ids) { return meshpp::take<vocab>(table, ids); }

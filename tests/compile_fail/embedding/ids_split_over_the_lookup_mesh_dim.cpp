@@ -1,4 +1,4 @@
-// expect-error: meshpp::gather<Dim>\(table, ids\): ids are split over the mesh dim that the table splits Dim over
+// expect-error: meshpp::take<Dim>\(table, ids\): ids are split over the mesh dim that the table splits Dim over
 // expect-error: ids_split_over_the_lookup_dims_mesh_dim<meshpp::split<batch, all>, meshpp::split<vocab, all> ?>
 //
 // With vocab split over `all`, each rank holds some rows of the table, and one allreduce over
@@ -30,4 +30,4 @@ using ids_t = meshpp::tensor<int, shape<batch, seq>, layout<>, mesh_t>;
 #endif
 
 // never called: cases are only compiled
-auto embed(const table_t& table, const ids_t& ids) { return meshpp::gather<vocab>(table, ids); }
+auto embed(const table_t& table, const ids_t& ids) { return meshpp::take<vocab>(table, ids); }

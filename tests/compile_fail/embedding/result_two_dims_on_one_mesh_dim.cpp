@@ -1,4 +1,4 @@
-// expect-error: meshpp::gather<Dim>\(table, ids\): the operands' layouts put two dims of the result on one mesh dim
+// expect-error: meshpp::take<Dim>\(table, ids\): the operands' layouts put two dims of the result on one mesh dim
 // expect-error: lookup_result_has_two_dims_on_one_mesh_dim<meshpp::split<batch, all>, meshpp::split<d_model, all> ?>
 //
 // Each operand's layout is legal (table[vocab, d_model] splits d_model over `all`, ids[batch,
@@ -28,4 +28,4 @@ using table_t = meshpp::tensor<float, shape<vocab, d_model>, layout<>, mesh_t>;
 #endif
 
 // never called: cases are only compiled
-auto embed(const table_t& table, const ids_t& ids) { return meshpp::gather<vocab>(table, ids); }
+auto embed(const table_t& table, const ids_t& ids) { return meshpp::take<vocab>(table, ids); }

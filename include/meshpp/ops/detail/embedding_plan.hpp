@@ -1,4 +1,4 @@
-// meshpp/ops/detail/embedding_plan.hpp — what gather<Dim>(table, ids) and
+// meshpp/ops/detail/embedding_plan.hpp — what take<Dim>(table, ids) and
 // one_hot<Dim>(ids, sizes) decide at compile time: the result's dims and layout, the mesh dim
 // the lookup sums over, and each check's offender (or no_dim).
 #pragma once
@@ -43,9 +43,9 @@ struct lookup_rule_of<L, Dim, true> {
   using type = split<Dim, mesh_dim_of_t<L, Dim>>;
 };
 
-/// The compile-time plan of gather<Dim>(table, ids); each check names the offender or no_dim.
+/// The compile-time plan of take<Dim>(table, ids); each check names the offender or no_dim.
 template <class Dim, class Table, class Ids>
-struct gather_plan {
+struct take_plan {
   using table_shape = typename Table::shape_type;
   using ids_shape = typename Ids::shape_type;
   using table_layout = typename Table::layout_type;
@@ -82,7 +82,7 @@ template <class Dim, class Ids>
 struct one_hot_plan {
   using ids_shape = typename Ids::shape_type;
   using ids_layout = typename Ids::layout_type;
-  // as for gather_plan, the layout checks report only once Dim is named right
+  // as for take_plan, the layout checks report only once Dim is named right
   static constexpr bool names_ok = !contains_v<ids_shape, Dim>;
   using out = shape_concat_t<ids_shape, std::conditional_t<names_ok, shape<Dim>, shape<>>>;
   using out_layout = typename Ids::mesh_type::template layout_for<out>;
