@@ -154,7 +154,8 @@ int main(int argc, char** argv) {
     (void)w2.grad();
     const auto t0 = std::chrono::steady_clock::now();
     opt->step();
-    update_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    update_s.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   };
 
   // by hand: the same values in plain arrays (this rank's rows of x and labels)

@@ -145,8 +145,7 @@ int main(int argc, char** argv) {
         args.unknown();
     }
   } catch (const mp::error& e) {  // every rank reads the same arguments: each says why
-    std::fprintf(stderr, "rank %d: %s\n", boost::mpi::communicator().rank(),
-                 e.what());
+    std::fprintf(stderr, "rank %d: %s\n", boost::mpi::communicator().rank(), e.what());
     return 1;
   }
   if (layouts.empty()) layouts = {"data", "model", "data+model"};

@@ -51,11 +51,9 @@ class arguments {
     } catch (const std::exception&) {
       used = 0;
     }
-    const bool digits = !v.empty() && std::all_of(v.begin(), v.end(), [](char ch) {
-      return ch >= '0' && ch <= '9';
-    });
-    if (!digits || used != v.size())
-      fail("needs a non-negative integer, not '" + v + "'");
+    const bool digits = !v.empty() && std::all_of(v.begin(), v.end(),
+                                                  [](char ch) { return ch >= '0' && ch <= '9'; });
+    if (!digits || used != v.size()) fail("needs a non-negative integer, not '" + v + "'");
     return static_cast<std::size_t>(x);
   }
   // the option's value, a finite number
@@ -68,8 +66,7 @@ class arguments {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != v.size() || v.empty() || !std::isfinite(x))
-      fail("needs a number, not '" + v + "'");
+    if (used != v.size() || v.empty() || !std::isfinite(x)) fail("needs a number, not '" + v + "'");
     return x;
   }
   // the option's value, one of `allowed`

@@ -57,30 +57,54 @@ options parse(int argc, char** argv) {
   examples::arguments args("transformer", argc, argv);
   while (args.next()) {
     const std::string& a = args.option();
-    if (a == "--data") o.data = args.text();
-    else if (a == "--layout") o.layout = args.text();
-    else if (a == "--optimizer") o.optimizer = args.text();
-    else if (a == "--layers") o.layers = args.count();
-    else if (a == "--d-model") o.d_model = args.count();
-    else if (a == "--heads") o.heads = args.count();
-    else if (a == "--d-ff") o.d_ff = args.count();
-    else if (a == "--seq") o.seq = args.count();
-    else if (a == "--batch") o.batch = args.count();
-    else if (a == "--steps") o.steps = args.count();
-    else if (a == "--warmup") o.warmup = args.count();
-    else if (a == "--learning-rate") o.learning_rate = args.real();
-    else if (a == "--eval-windows") o.eval_windows = args.count();
-    else if (a == "--validation-block") o.validation_block = args.count();
-    else if (a == "--prompt") o.prompt = args.text();
-    else if (a == "--sample-length") o.sample_length = args.count();
-    else if (a == "--temperature") o.temperature = args.real();
-    else if (a == "--seed") o.seed = args.count();
-    else if (a == "--log-every") o.log_every = args.count();
-    else if (a == "--json") o.json = true;
-    else if (a == "--checkpoint") o.checkpoint = args.text();
-    else if (a == "--checkpoint-every") o.checkpoint_every = args.count();
-    else if (a == "--resume") o.resume = true;
-    else if (a == "--stop-after") o.stop_after = args.count();
+    if (a == "--data")
+      o.data = args.text();
+    else if (a == "--layout")
+      o.layout = args.text();
+    else if (a == "--optimizer")
+      o.optimizer = args.text();
+    else if (a == "--layers")
+      o.layers = args.count();
+    else if (a == "--d-model")
+      o.d_model = args.count();
+    else if (a == "--heads")
+      o.heads = args.count();
+    else if (a == "--d-ff")
+      o.d_ff = args.count();
+    else if (a == "--seq")
+      o.seq = args.count();
+    else if (a == "--batch")
+      o.batch = args.count();
+    else if (a == "--steps")
+      o.steps = args.count();
+    else if (a == "--warmup")
+      o.warmup = args.count();
+    else if (a == "--learning-rate")
+      o.learning_rate = args.real();
+    else if (a == "--eval-windows")
+      o.eval_windows = args.count();
+    else if (a == "--validation-block")
+      o.validation_block = args.count();
+    else if (a == "--prompt")
+      o.prompt = args.text();
+    else if (a == "--sample-length")
+      o.sample_length = args.count();
+    else if (a == "--temperature")
+      o.temperature = args.real();
+    else if (a == "--seed")
+      o.seed = args.count();
+    else if (a == "--log-every")
+      o.log_every = args.count();
+    else if (a == "--json")
+      o.json = true;
+    else if (a == "--checkpoint")
+      o.checkpoint = args.text();
+    else if (a == "--checkpoint-every")
+      o.checkpoint_every = args.count();
+    else if (a == "--resume")
+      o.resume = true;
+    else if (a == "--stop-after")
+      o.stop_after = args.count();
     else if (a == "--help") {
       std::printf(
           "usage: transformer [--layout data|model|data+model] [--data FILE] [--layers N]\n"
@@ -142,8 +166,7 @@ int main(int argc, char** argv) {
     }
   } catch (const mp::error& e) {
     // every rank threw (before any rank went on); each says why
-    std::fprintf(stderr, "transformer: rank %d: %s\n", boost::mpi::communicator().rank(),
-                 e.what());
+    std::fprintf(stderr, "transformer: rank %d: %s\n", boost::mpi::communicator().rank(), e.what());
     return 1;
   }
   return 0;

@@ -46,7 +46,7 @@ struct options {
   std::string optimizer = "adam";
   std::size_t layers = 2, d_model = 128, heads = 4, d_ff = 512, seq = 128, batch = 32;
   std::size_t steps = 3000, warmup = 100, log_every = 50;
-  double learning_rate = 2e-3;  // the peak, after warmup; cosine decay to a tenth at the end
+  double learning_rate = 2e-3;     // the peak, after warmup; cosine decay to a tenth at the end
   std::size_t eval_windows = 512;  // validation windows of seq characters (0: none)
   // the held-out 5%: blocks of this many characters from every part of the text (every 20th
   // block); 0: the last 5% in one piece
@@ -66,9 +66,9 @@ using dims = mp::nn::transformer_dims<length, memory_length, d_model, heads, d_k
 using sizes_t = mp::extents<batch, length, memory_length, d_model, heads, d_k, d_v, d_ff, vocab>;
 
 inline sizes_t model_sizes(const options& o, std::size_t batch_size, std::size_t vocab_size) {
-  return sizes_t{batch{} = batch_size,      length{} = o.seq,         memory_length{} = o.seq,
-                 d_model{} = o.d_model,     heads{} = o.heads,        d_k{} = o.d_model / o.heads,
-                 d_v{} = o.d_model / o.heads, d_ff{} = o.d_ff,        vocab{} = vocab_size};
+  return sizes_t{batch{} = batch_size,        length{} = o.seq,  memory_length{} = o.seq,
+                 d_model{} = o.d_model,       heads{} = o.heads, d_k{} = o.d_model / o.heads,
+                 d_v{} = o.d_model / o.heads, d_ff{} = o.d_ff,   vocab{} = vocab_size};
 }
 
 /// The decoder-only language model: token and position embeddings, `layers` Transformer
@@ -130,12 +130,11 @@ void run(const Mesh& mesh, const mp::text_corpus& text, const options& o);
 // The three layouts of the Mesh-TensorFlow paper's section 9 (the mesh fitted to the ranks)
 using mesh_data = mp::mesh<mp::axes<all>, mp::layout<mp::split<batch, all>>>;
 using mesh_model =
-    mp::mesh<mp::axes<all>, mp::layout<mp::split<vocab, all>, mp::split<d_ff, all>,
-                                       mp::split<heads, all>>>;
+    mp::mesh<mp::axes<all>,
+             mp::layout<mp::split<vocab, all>, mp::split<d_ff, all>, mp::split<heads, all>>>;
 using mesh_data_model =
-    mp::mesh<mp::axes<rows, cols>,
-             mp::layout<mp::split<batch, rows>, mp::split<vocab, cols>, mp::split<d_ff, cols>,
-                        mp::split<heads, cols>>>;
+    mp::mesh<mp::axes<rows, cols>, mp::layout<mp::split<batch, rows>, mp::split<vocab, cols>,
+                                              mp::split<d_ff, cols>, mp::split<heads, cols>>>;
 
 // Compiled in transformer_<layout>.cpp (the model's objects, which the tests link too), so that
 // a program including this header compiles none of it again.

@@ -1,4 +1,5 @@
-// The model-parallel layout of examples/transformer (vocab, d_ff, heads: all): its training loop, evaluation and sampling.
+// The model-parallel layout of examples/transformer (vocab, d_ff, heads: all): its training loop,
+// evaluation and sampling.
 #include "transformer_run.hpp"
 
 template void transformer_example::run(const mesh_model&, const mp::text_corpus&,

@@ -71,10 +71,9 @@ struct trainer {
   // ids [batch, length] from `ids` at `starts` (+ shift: 1 for the targets); each rank fills
   // its own slice only, from the global index
   ids_t window_of(const sizes_t& s, const std::vector<std::int32_t>& ids,
-               const std::vector<std::size_t>& starts, std::size_t shift) const {
-    return mp::generate<ids_t>(mesh, s, [&](const auto& i) {
-      return ids[starts[i[0]] + i[1] + shift];
-    });
+                  const std::vector<std::size_t>& starts, std::size_t shift) const {
+    return mp::generate<ids_t>(mesh, s,
+                               [&](const auto& i) { return ids[starts[i[0]] + i[1] + shift]; });
   }
 
   // the optimizer --optimizer names, holding every variable (behind the base class, so the
@@ -85,7 +84,8 @@ struct trainer {
       return std::unique_ptr<mp::optimizer>(std::move(opt));
     };
     if (o.optimizer == "sgd")
-      return holding_all(std::make_unique<mp::sgd>(mp::sgd_options{.learning_rate = o.learning_rate}));
+      return holding_all(
+          std::make_unique<mp::sgd>(mp::sgd_options{.learning_rate = o.learning_rate}));
     return holding_all(
         std::make_unique<mp::adam>(mp::adam_options{.learning_rate = o.learning_rate}));
   }
@@ -117,8 +117,7 @@ struct trainer {
     if (context.empty()) context.push_back(0);
     const std::size_t alphabet = text.alphabet.size();
     // one row per rank, so the batch splits over any mesh dim
-    const auto s = model_sizes(o, static_cast<std::size_t>(mesh.world().size()),
-                               text.vocab_size());
+    const auto s = model_sizes(o, static_cast<std::size_t>(mesh.world().size()), text.vocab_size());
     mp::no_grad scope;
     std::vector<std::int32_t> produced;
     for (std::size_t i = 0; i < o.sample_length; ++i) {
@@ -185,8 +184,7 @@ struct trainer {
     auto last = start;
     std::size_t trained = 0;
     for (std::size_t step = first; step <= o.steps; ++step) {
-      const auto starts =
-          mp::window_starts(text.train_ids.size(), window, o.batch, seed, step);
+      const auto starts = mp::window_starts(text.train_ids.size(), window, o.batch, seed, step);
       const auto ids = window_ids(starts, 0);
       const auto targets = window_ids(starts, 1);
       auto loss = model.loss(ids, targets);
@@ -201,8 +199,8 @@ struct trainer {
         last = now;
         const double value = static_cast<double>(loss.item());
         if (talk && o.json) {
-          std::printf("{\"step\": %zu, \"loss\": %.9f, \"tokens_per_second\": %.1f}\n", step,
-                      value, rate);
+          std::printf("{\"step\": %zu, \"loss\": %.9f, \"tokens_per_second\": %.1f}\n", step, value,
+                      rate);
         } else if (talk) {
           std::printf("step %6zu  loss %.4f  (%.3f bits/char)  tokens/s %9.1f\n", step, value,
                       value / std::log(2.0), rate);
@@ -227,13 +225,14 @@ struct trainer {
           "{\"val_bpc\": %.4f, \"seconds\": %.3f, \"layout\": \"%s\", \"ranks\": %d, \"mesh\": "
           "%s, \"steps\": %zu, \"batch\": %zu, \"seq\": %zu, \"tokens_per_second\": %.1f, "
           "\"sample\": %s}\n",
-          bpc, seconds, o.layout.c_str(), mesh.world().size(),
-          json_string(mesh.describe()).c_str(), first - 1 + trained, o.batch, o.seq,
+          bpc, seconds, o.layout.c_str(), mesh.world().size(), json_string(mesh.describe()).c_str(),
+          first - 1 + trained, o.batch, o.seq,
           static_cast<double>(trained * o.batch * o.seq) / seconds,
           json_string(o.prompt + text_out).c_str());
     } else if (talk) {
-      std::printf("validation %.4f bits/char after %zu steps (%.1f s training, %s layout, %d ranks)\n",
-                  bpc, first - 1 + trained, seconds, o.layout.c_str(), mesh.world().size());
+      std::printf(
+          "validation %.4f bits/char after %zu steps (%.1f s training, %s layout, %d ranks)\n", bpc,
+          first - 1 + trained, seconds, o.layout.c_str(), mesh.world().size());
       std::printf("sample: %s%s\n", o.prompt.c_str(), text_out.c_str());
     }
     std::fflush(stdout);

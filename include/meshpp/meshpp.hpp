@@ -12,10 +12,10 @@
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
 
-#include "meshpp/core/detail/agree.hpp"
 #include "meshpp/comm/collectives.hpp"
-#include "meshpp/core/counters.hpp"
 #include "meshpp/comm/permute.hpp"
+#include "meshpp/core/counters.hpp"
+#include "meshpp/core/detail/agree.hpp"
 
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/expression.hpp"
@@ -45,13 +45,13 @@
 #include "meshpp/autodiff/softmax.hpp"
 #include "meshpp/autodiff/traced.hpp"
 
+#include "meshpp/nn/attention.hpp"
 #include "meshpp/nn/bias_activation.hpp"
 #include "meshpp/nn/dense.hpp"
 #include "meshpp/nn/dropout.hpp"
 #include "meshpp/nn/embedding.hpp"
 #include "meshpp/nn/layer_norm.hpp"
 #include "meshpp/nn/softmax_cross_entropy.hpp"
-#include "meshpp/nn/attention.hpp"
 #include "meshpp/nn/transformer.hpp"
 #include "meshpp/nn/variables.hpp"
 

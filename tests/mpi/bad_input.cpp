@@ -12,8 +12,8 @@
 #include <meshpp/autodiff/elementwise.hpp>
 #include <meshpp/autodiff/gradients.hpp>
 #include <meshpp/autodiff/reduce.hpp>
-#include <meshpp/core/detail/agree.hpp>
 #include <meshpp/core/create.hpp>
+#include <meshpp/core/detail/agree.hpp>
 #include <meshpp/expr/functions.hpp>
 #include <meshpp/io/idx.hpp>
 #include <meshpp/io/text.hpp>
@@ -45,8 +45,8 @@
 #include "testing.hpp"
 
 namespace mp = meshpp;
-using meshpp_test::throws_with;
 using meshpp_test::ranks_in_step;
+using meshpp_test::throws_with;
 using meshpp_test::world;
 
 MESHPP_DIM(batch);
@@ -59,7 +59,6 @@ MESHPP_DIM(x);
 MESHPP_DIM(y);
 
 namespace {
-
 
 // A 1-D mesh of every rank; cols split over it.
 using line_mesh = mp::mesh<mp::axes<all>, mp::layout<mp::split<cols, all>>>;

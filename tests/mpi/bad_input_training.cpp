@@ -26,8 +26,8 @@
 #include "testing.hpp"
 
 namespace mp = meshpp;
-using meshpp_test::throws_with;
 using meshpp_test::ranks_in_step;
+using meshpp_test::throws_with;
 using meshpp_test::world;
 
 MESHPP_DIM(batch);
@@ -163,9 +163,9 @@ TEST_CASE("33. softmax_cross_entropy: labels out of range, on one rank only, thr
   const bool finder = world().rank() + 1 == static_cast<int>(nz());
   CHECK_ALL_RANKS(
       throws_with<mp::error>(run, {(finder ? "" : "meshpp: rank " + last + " found bad input: ") +
-                                   "meshpp::take<classes>(table, ids): id " +
-                                   std::to_string(nc()) + " at ids[batch:0] is outside [0, " +
-                                   std::to_string(nc()) + "), the range of dim 'classes'"}));
+                                   "meshpp::take<classes>(table, ids): id " + std::to_string(nc()) +
+                                   " at ids[batch:0] is outside [0, " + std::to_string(nc()) +
+                                   "), the range of dim 'classes'"}));
   const auto negative = mp::full<std::int32_t, batch>(s, mp::extents{batch{} = nb}, -1);
   auto traced = mp::trace(z);
   CHECK_ALL_RANKS(throws_with<mp::error>(
@@ -271,9 +271,8 @@ TEST_CASE("38. adafactor: every hyperparameter out of range throws, naming it") 
   bad({.epsilon2 = -1e-3}, "epsilon2 must be finite and >= 0, got -0.001");
   // the defaults and Mesh-TensorFlow's usual settings are fine
   CHECK_NOTHROW(mp::adafactor(mp::adafactor_options{}));
-  CHECK_NOTHROW(
-      mp::adafactor(mp::adafactor_options{
-          .learning_rate = 1e-2, .beta1 = 0.9, .clipping_threshold = std::nullopt}));
+  CHECK_NOTHROW(mp::adafactor(mp::adafactor_options{
+      .learning_rate = 1e-2, .beta1 = 0.9, .clipping_threshold = std::nullopt}));
   mp::adafactor fine(mp::adafactor_options{});
   CHECK_ALL_RANKS(throws_with<mp::error>([&] { fine.set_learning_rate(-3); },
                                          {"meshpp::adafactor", "learning_rate", "-3"}));

@@ -1,5 +1,5 @@
-// The checked MPI path (core/detail/checked.hpp): counts past MPI's int, MPI errors as meshpp::error,
-// and the debug mode's fingerprints when no one is at fault.
+// The checked MPI path (core/detail/checked.hpp): counts past MPI's int, MPI errors as
+// meshpp::error, and the debug mode's fingerprints when no one is at fault.
 //
 // Counts past INT_MAX. Every collective, relayout, shift (permute), gather to a root and
 // gradient bucket is run twice: with detail::mpi_count_limit at INT_MAX, and lowered to a
@@ -8,11 +8,11 @@
 // take; the results must be the same bits. A real count over 2^31 is the `large` test
 // (checked_mpi_large.cpp).
 #include <meshpp/comm/buckets.hpp>
-#include <meshpp/core/detail/checked.hpp>
 #include <meshpp/comm/collectives.hpp>
 #include <meshpp/comm/permute.hpp>
 #include <meshpp/comm/reduce_scatter_ring.hpp>
 #include <meshpp/core/create.hpp>
+#include <meshpp/core/detail/checked.hpp>
 #include <meshpp/core/mesh.hpp>
 #include <meshpp/ops/relayout.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
@@ -68,7 +68,7 @@ TEST_CASE("collectives in pieces give the same bits as in one call") {
   for (std::size_t limit : {std::size_t{1}, std::size_t{3}, std::size_t{7}}) {
     CAPTURE(limit);
     const std::size_t len = 12 * p + 5;  // not a multiple of the limits
-    {  // allreduce: sum and max
+    {                                    // allreduce: sum and max
       auto whole = mine(len), pieces = mine(len);
       mp::allreduce<mp::over<rows, cols>>::run(m, std::span(whole));
       with_limit(limit, [&] { mp::allreduce<mp::over<rows, cols>>::run(m, std::span(pieces)); });
@@ -109,7 +109,8 @@ TEST_CASE("collectives in pieces give the same bits as in one call") {
       auto whole = mine(len), pieces = mine(len);
       const int root = m.communicator<rows, cols>().size() - 1;
       mp::broadcast<mp::over<rows, cols>>::run(m, std::span(whole), root);
-      with_limit(limit, [&] { mp::broadcast<mp::over<rows, cols>>::run(m, std::span(pieces), root); });
+      with_limit(limit,
+                 [&] { mp::broadcast<mp::over<rows, cols>>::run(m, std::span(pieces), root); });
       CHECK(whole == pieces);
     }
     {  // permute: member j sends j + 1 + i values to member i (the offsets outgrow the limit)
@@ -124,15 +125,13 @@ TEST_CASE("collectives in pieces give the same bits as in one call") {
       for (std::size_t j = 0; j < p; ++j) s += send_counts[j], r += recv_counts[j];
       const auto send = mine(s);
       std::vector<float> whole(r), pieces(r);
-      mp::permute<mp::over<rows, cols>>::run(m, std::span<const float>(send),
-                                             std::span<const std::size_t>(send_counts),
-                                             std::span(whole),
-                                             std::span<const std::size_t>(recv_counts));
+      mp::permute<mp::over<rows, cols>>::run(
+          m, std::span<const float>(send), std::span<const std::size_t>(send_counts),
+          std::span(whole), std::span<const std::size_t>(recv_counts));
       with_limit(limit, [&] {
-        mp::permute<mp::over<rows, cols>>::run(m, std::span<const float>(send),
-                                               std::span<const std::size_t>(send_counts),
-                                               std::span(pieces),
-                                               std::span<const std::size_t>(recv_counts));
+        mp::permute<mp::over<rows, cols>>::run(
+            m, std::span<const float>(send), std::span<const std::size_t>(send_counts),
+            std::span(pieces), std::span<const std::size_t>(recv_counts));
       });
       CHECK(whole == pieces);
       // and the values are where the permute's contract puts them: from member j, its values
@@ -239,7 +238,8 @@ TEST_CASE("a failing MPI call is a meshpp::error naming the rank, the call and t
                                           MPI_Comm(m.communicator<rows, cols>())),
                             "MPI_Allreduce", site);
       },
-      {"meshpp: rank " + std::to_string(world().rank()) + ": MPI_Allreduce failed in allreduce "
+      {"meshpp: rank " + std::to_string(world().rank()) +
+       ": MPI_Allreduce failed in allreduce "
        "over [rows, cols] of 4 float: "}));
   // the ranks are still in step: a real allreduce after it
   mp::allreduce<mp::over<rows, cols>>::run(m, std::span(data));
@@ -248,6 +248,7 @@ TEST_CASE("a failing MPI call is a meshpp::error naming the rank, the call and t
 
 TEST_CASE("as_count refuses a count over the limit (a bug in meshpp, named as one)") {
   CHECK_ALL_RANKS(meshpp_test::throws_with<mp::error>(
-      [] { (void)mp::detail::as_count(std::size_t{INT_MAX} + 1); }, {"internal error", "2147483648"}));
+      [] { (void)mp::detail::as_count(std::size_t{INT_MAX} + 1); },
+      {"internal error", "2147483648"}));
   CHECK(with_limit(5, [] { return mp::detail::as_count(5); }) == 5);
 }

@@ -6,9 +6,9 @@
 //   - a relayout of a uint8 tensor of 2^16 x 33280 = 2 181 038 080 values (past 2^31 in all;
 //     global offsets past int) from split rows to split columns; every value checked against
 //     its global index
-#include <meshpp/core/detail/checked.hpp>
 #include <meshpp/comm/collectives.hpp>
 #include <meshpp/core/create.hpp>
+#include <meshpp/core/detail/checked.hpp>
 #include <meshpp/core/mesh.hpp>
 #include <meshpp/ops/relayout.hpp>
 

@@ -3,9 +3,9 @@
 // meshpp::error on every rank naming both sides, before any data moves, and stay in step.
 // ctest runs this file with MESHPP_CHECK_COLLECTIVES=1 (and a 5 s timeout) at 2 and 4 ranks;
 // the cases where a rank never arrives or dies are abort_cases.cpp's, which end the job.
-#include <meshpp/core/detail/checked.hpp>
 #include <meshpp/comm/collectives.hpp>
 #include <meshpp/comm/permute.hpp>
+#include <meshpp/core/detail/checked.hpp>
 #include <meshpp/core/mesh.hpp>
 
 #include <span>
@@ -54,8 +54,7 @@ TEST_CASE("a permute, whose counts are each rank's own, agrees on the call and n
   recv_counts[previous] = previous + 1;
   std::vector<float> send(me + 1, static_cast<float>(me)), recv(previous + 1, -1.0f);
   mp::permute<mp::over<rows, cols>>::run(m, std::span<const float>(send),
-                                         std::span<const std::size_t>(send_counts),
-                                         std::span(recv),
+                                         std::span<const std::size_t>(send_counts), std::span(recv),
                                          std::span<const std::size_t>(recv_counts));
   CHECK(recv.back() == static_cast<float>(previous));
   CHECK(in_step(m));
@@ -68,9 +67,9 @@ TEST_CASE("one rank calls another collective: an error on every rank naming both
   std::vector<float> x(4, 1.0f), all(4 * static_cast<std::size_t>(world().size()));
   const std::string mine = odd_one ? "calls allgather over [rows, cols] of 4 float"
                                    : "calls allreduce over [rows, cols] of 4 float";
-  const std::string theirs = odd_one ? "rank 0 calls allreduce over [rows, cols] of 4 float"
-                                     : "rank " + std::to_string(last) +
-                                           " calls allgather over [rows, cols] of 4 float";
+  const std::string theirs =
+      odd_one ? "rank 0 calls allreduce over [rows, cols] of 4 float"
+              : "rank " + std::to_string(last) + " calls allgather over [rows, cols] of 4 float";
   CHECK_ALL_RANKS(meshpp_test::throws_with<mp::error>(
       [&] {
         if (odd_one)

@@ -110,7 +110,6 @@ bool recorded_lookup(const Mesh& m, std::size_t values) {
   return true;
 }
 
-
 // take<vocab>(table, ids) under Rules on every mesh shape: values, layout, counters.
 template <class Rules, class T = float, class Id = int,
           class TableShape = mp::shape<vocab, d_model>>

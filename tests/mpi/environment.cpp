@@ -56,8 +56,8 @@ TEST_CASE("environment keeps freed memory: a repeated step stops faulting pages 
   long later = 0;
   for (unsigned char round = 3; round < 8; ++round) later += step_faults(round);
   INFO("faults: first round " << first << ", rounds 3 to 7 together " << later);
-  CHECK(first > 5000);           // the 40 MiB were faulted in once (10 240 pages) ...
-  CHECK(later < first / 20);     // ... and are reused after (glibc's defaults: 5 x 10 240)
+  CHECK(first > 5000);        // the 40 MiB were faulted in once (10 240 pages) ...
+  CHECK(later < first / 20);  // ... and are reused after (glibc's defaults: 5 x 10 240)
 #else
   CHECK_FALSE(env.malloc_tuned());
 #endif

@@ -6,8 +6,8 @@
 // dim of size >= 2 exists only at 2 ranks or more; at 1 rank every mesh dim has size 1, which
 // divides every size, so there the same programs must *not* throw (that half is checked at
 // every rank count, with sizes that do divide).
-#include <meshpp/core/detail/agree.hpp>
 #include <meshpp/core/create.hpp>
+#include <meshpp/core/detail/agree.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
 
 #include <array>

@@ -31,9 +31,9 @@ namespace grad_attention_test {
 namespace rt = meshpp_test::reference_transformer;
 
 constexpr std::size_t nb = 4, nl = 3, nd = 5, nh = 4, nk = 2, nv = 3;
-inline const auto sizes = mp::extents{batch{} = nb,   length{} = nl, memory_length{} = nl,
-                                      d_model{} = nd, heads{} = nh,  d_k{} = nk,
-                                      d_v{} = nv};
+inline const auto sizes =
+    mp::extents{batch{} = nb, length{} = nl, memory_length{} = nl, d_model{} = nd, heads{} = nh,
+                d_k{} = nk,   d_v{} = nv};
 using dims = mp::nn::attention_dims<length, memory_length, d_model, heads, d_k, d_v>;
 
 // whole(t): t gathered, as the reference's flat row-major array

@@ -182,8 +182,8 @@ struct bucket_case {
               *w.grad(), mp::eval((mp::einsum<ih>(x0, dy) + 2.0 * w.value()) * times)) < 1e-12);
     CHECK(meshpp_test::max_abs_difference(*u.grad(), mp::eval(mp::einsum<ih>(x0, dz) * times)) <
           1e-12);
-    CHECK(meshpp_test::max_abs_difference(*bias.grad(),
-                                          mp::eval(mp::reduce_sum_to<mp::shape<hidden>>(dy) * times)) < 1e-12);
+    CHECK(meshpp_test::max_abs_difference(
+              *bias.grad(), mp::eval(mp::reduce_sum_to<mp::shape<hidden>>(dy) * times)) < 1e-12);
   }
   std::uint64_t values() const {
     return w.value().local().size() + u.value().local().size() + bias.value().local().size();
@@ -227,8 +227,8 @@ TEST_CASE("zero_grad() while a bucket is in flight, then backward: one gradient'
   t.w.zero_grad();  // its bucket still sums u and bias
   CHECK(!t.w.grad().has_value());
   mp::backward(t.loss());
-  CHECK(meshpp_test::max_abs_difference(*t.u.grad(),
-                                        mp::eval(mp::einsum<ih>(t.x0, t.dz) * 2.0)) < 1e-12);
+  CHECK(meshpp_test::max_abs_difference(*t.u.grad(), mp::eval(mp::einsum<ih>(t.x0, t.dz) * 2.0)) <
+        1e-12);
   CHECK(meshpp_test::max_abs_difference(
             *t.w.grad(), mp::eval(mp::einsum<ih>(t.x0, t.dy) + 2.0 * t.w.value())) < 1e-12);
 }

@@ -59,14 +59,14 @@ void check_values(const X& x, double tol) {
   const auto whole = mp::gather(x);
   for (std::size_t axis : {0, 1}) {
     CAPTURE(axis);
-    const auto got_softmax = axis == 1 ? mp::gather(mp::softmax<hidden>(x))
-                                       : mp::gather(mp::softmax<batch>(x));
+    const auto got_softmax =
+        axis == 1 ? mp::gather(mp::softmax<hidden>(x)) : mp::gather(mp::softmax<batch>(x));
     CHECK_ALL_RANKS(agrees(got_softmax, reference::softmax(whole, axis), tol));
-    const auto got_log = axis == 1 ? mp::gather(mp::log_softmax<hidden>(x))
-                                   : mp::gather(mp::log_softmax<batch>(x));
+    const auto got_log =
+        axis == 1 ? mp::gather(mp::log_softmax<hidden>(x)) : mp::gather(mp::log_softmax<batch>(x));
     CHECK_ALL_RANKS(agrees(got_log, reference::log_softmax(whole, axis), tol));
-    const auto got_lse = axis == 1 ? mp::gather(mp::logsumexp<hidden>(x))
-                                   : mp::gather(mp::logsumexp<batch>(x));
+    const auto got_lse =
+        axis == 1 ? mp::gather(mp::logsumexp<hidden>(x)) : mp::gather(mp::logsumexp<batch>(x));
     CHECK_ALL_RANKS(agrees(got_lse, reference::logsumexp(whole, axis), tol));
   }
 }
@@ -105,8 +105,8 @@ void check_forward(const Mesh& m) {
   CHECK_ALL_RANKS(agrees(lse, reference::logsumexp(whole_inf, 1), 1e-13));
   CHECK_ALL_RANKS(
       agrees(mp::gather(mp::softmax<hidden>(xi)), reference::softmax(whole_inf, 1), 1e-13));
-  CHECK_ALL_RANKS(agrees(mp::gather(mp::log_softmax<hidden>(xi)),
-                         reference::log_softmax(whole_inf, 1), 1e-13));
+  CHECK_ALL_RANKS(
+      agrees(mp::gather(mp::log_softmax<hidden>(xi)), reference::log_softmax(whole_inf, 1), 1e-13));
   // over batch every column has a finite entry
   CHECK_ALL_RANKS(
       agrees(mp::gather(mp::softmax<batch>(xi)), reference::softmax(whole_inf, 0), 1e-13));
@@ -118,8 +118,7 @@ void check_forward(const Mesh& m) {
   const auto whole_f = reference::to_double(mp::gather(xf));
   CHECK_ALL_RANKS(
       agrees(mp::gather(mp::softmax<hidden>(xf)), reference::softmax(whole_f, 1), 1e-5));
-  CHECK_ALL_RANKS(
-      agrees(mp::gather(mp::softmax<batch>(xf)), reference::softmax(whole_f, 0), 1e-5));
+  CHECK_ALL_RANKS(agrees(mp::gather(mp::softmax<batch>(xf)), reference::softmax(whole_f, 0), 1e-5));
   CHECK_ALL_RANKS(
       agrees(mp::gather(mp::logsumexp<hidden>(xf)), reference::logsumexp(whole_f, 1), 1e-6));
 }
@@ -203,8 +202,8 @@ TEST_CASE("argmax: the lowest index on ties, the same under every layout") {
     check_argmax(batch_split_mesh(shape));
     // and bit for bit the same tensor between layouts
     const auto a = mp::gather(mp::argmax<hidden>(tied_input(split_mesh(shape))));
-    CHECK_ALL_RANKS(
-        meshpp_test::bit_equal(a, mp::gather(mp::argmax<hidden>(tied_input(replicated_mesh(shape))))));
+    CHECK_ALL_RANKS(meshpp_test::bit_equal(
+        a, mp::gather(mp::argmax<hidden>(tied_input(replicated_mesh(shape))))));
   }
 }
 
@@ -218,28 +217,39 @@ TEST_CASE("over a split dim: two allreduces of the reduced slice; over a whole d
       const split_mesh m(shape);
       CAPTURE(m.describe());
       const auto x = normal_input(m);
-      CHECK_ALL_RANKS(communicates(m, [&] { (void)mp::softmax<hidden>(x); }, over_cols, nb / r));
-      CHECK_ALL_RANKS(
-          communicates(m, [&] { (void)mp::log_softmax<hidden>(x); }, over_cols, nb / r));
-      CHECK_ALL_RANKS(communicates(m, [&] { (void)mp::logsumexp<hidden>(x); }, over_cols, nb / r));
-      CHECK_ALL_RANKS(communicates(m, [&] { (void)mp::argmax<hidden>(x); }, over_cols, nb / r));
+      CHECK_ALL_RANKS(communicates(
+          m, [&] { (void)mp::softmax<hidden>(x); }, over_cols, nb / r));
+      CHECK_ALL_RANKS(communicates(
+          m, [&] { (void)mp::log_softmax<hidden>(x); }, over_cols, nb / r));
+      CHECK_ALL_RANKS(communicates(
+          m, [&] { (void)mp::logsumexp<hidden>(x); }, over_cols, nb / r));
+      CHECK_ALL_RANKS(communicates(
+          m, [&] { (void)mp::argmax<hidden>(x); }, over_cols, nb / r));
       // batch split over rows: the [hidden/cols] slice, over rows
-      CHECK_ALL_RANKS(communicates(m, [&] { (void)mp::softmax<batch>(x); }, over_rows, nh / c));
-      CHECK_ALL_RANKS(communicates(m, [&] { (void)mp::logsumexp<batch>(x); }, over_rows, nh / c));
+      CHECK_ALL_RANKS(communicates(
+          m, [&] { (void)mp::softmax<batch>(x); }, over_rows, nh / c));
+      CHECK_ALL_RANKS(communicates(
+          m, [&] { (void)mp::logsumexp<batch>(x); }, over_rows, nh / c));
     }
     {
       // hidden whole (the row path, batch split or not): nothing
       const batch_split_mesh m(shape);
       CAPTURE(m.describe());
       const auto x = normal_input(m);
-      CHECK_ALL_RANKS(communicates(m, [&] { (void)mp::softmax<hidden>(x); }, 0, 0));
-      CHECK_ALL_RANKS(communicates(m, [&] { (void)mp::log_softmax<hidden>(x); }, 0, 0));
-      CHECK_ALL_RANKS(communicates(m, [&] { (void)mp::logsumexp<hidden>(x); }, 0, 0));
-      CHECK_ALL_RANKS(communicates(m, [&] { (void)mp::argmax<hidden>(x); }, 0, 0));
+      CHECK_ALL_RANKS(communicates(
+          m, [&] { (void)mp::softmax<hidden>(x); }, 0, 0));
+      CHECK_ALL_RANKS(communicates(
+          m, [&] { (void)mp::log_softmax<hidden>(x); }, 0, 0));
+      CHECK_ALL_RANKS(communicates(
+          m, [&] { (void)mp::logsumexp<hidden>(x); }, 0, 0));
+      CHECK_ALL_RANKS(communicates(
+          m, [&] { (void)mp::argmax<hidden>(x); }, 0, 0));
       const replicated_mesh w(shape);
       const auto y = normal_input(w);
-      CHECK_ALL_RANKS(communicates(w, [&] { (void)mp::softmax<hidden>(y); }, 0, 0));
-      CHECK_ALL_RANKS(communicates(w, [&] { (void)mp::softmax<batch>(y); }, 0, 0));
+      CHECK_ALL_RANKS(communicates(
+          w, [&] { (void)mp::softmax<hidden>(y); }, 0, 0));
+      CHECK_ALL_RANKS(communicates(
+          w, [&] { (void)mp::softmax<batch>(y); }, 0, 0));
     }
   }
 }
@@ -306,7 +316,9 @@ TEST_CASE("exp_shifted: float exp within 1.5 ulp of exp on [-87.3, 88.3], 0 belo
   CHECK_ALL_RANKS((d[0] == std::exp(-2.5) && d[1] == std::exp(-0.5) && d[2] == std::exp(1.0)));
 }
 
-TEST_CASE("softmax over float rows (the vectorized exp): within (4 + |x - max|) eps of a double reference") {
+TEST_CASE(
+    "softmax over float rows (the vectorized exp): within (4 + |x - max|) eps of a double "
+    "reference") {
   // 37 per row: full lanes of 8 and a remainder; values up to +-30 and masked (-inf) entries
   const auto float_sizes = mp::extents{batch{} = 3, hidden{} = 37};
   for (const auto& shape : mesh_shapes()) {

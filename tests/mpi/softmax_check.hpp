@@ -54,8 +54,7 @@ inline std::vector<std::array<int, 2>> mesh_shapes() {
 template <class G, class W>
 bool agrees(const G& got, const W& want, double tol) {
   if (got.dimension() != want.dimension() || got.size() != want.size()) {
-    MESSAGE("rank " << world().rank() << ": got " << got.size() << " values, want "
-                    << want.size());
+    MESSAGE("rank " << world().rank() << ": got " << got.size() << " values, want " << want.size());
     return false;
   }
   for (std::size_t i = 0; i < got.size(); ++i) {
@@ -65,8 +64,7 @@ bool agrees(const G& got, const W& want, double tol) {
                     : std::isinf(w) ? g == w
                                     : std::abs(g - w) <= tol * std::max(1.0, std::abs(w));
     if (!ok) {
-      MESSAGE("rank " << world().rank() << ": flat element " << i << " is " << g << ", want "
-                      << w);
+      MESSAGE("rank " << world().rank() << ": flat element " << i << " is " << g << ", want " << w);
       return false;
     }
   }

@@ -40,16 +40,16 @@ struct step_values {
 // The parameters of the model, each divided by c where a dim of it is split over cols (vocab,
 // d_ff or heads): what the data-parallel gradient sum allreduces per processor.
 std::uint64_t parameters_over(const table_sizes& s, std::uint64_t c) {
-  const std::uint64_t per_layer = 2 * s.d                      // norm1 gamma, beta
-                                  + 2 * s.d * s.h * s.k / c    // wq, wk
-                                  + 2 * s.h * s.v * s.d / c    // wv, wo
-                                  + 2 * s.d                    // norm2
-                                  + s.d * s.f / c + s.f / c    // expand w, b
-                                  + s.f * s.d / c + s.d;       // contract w, b
-  return s.layers * per_layer + s.n * s.d / c  // token table
-         + s.l * s.d                           // positions
-         + 2 * s.d                             // final norm
-         + s.d * s.n / c;                      // unembedding
+  const std::uint64_t per_layer = 2 * s.d                    // norm1 gamma, beta
+                                  + 2 * s.d * s.h * s.k / c  // wq, wk
+                                  + 2 * s.h * s.v * s.d / c  // wv, wo
+                                  + 2 * s.d                  // norm2
+                                  + s.d * s.f / c + s.f / c  // expand w, b
+                                  + s.f * s.d / c + s.d;     // contract w, b
+  return s.layers * per_layer + s.n * s.d / c                // token table
+         + s.l * s.d                                         // positions
+         + 2 * s.d                                           // final norm
+         + s.d * s.n / c;                                    // unembedding
 }
 
 // expected(layout, s, r, c): the README's table
@@ -93,7 +93,7 @@ void one_step(const Mesh& mesh, const std::string& layout, std::uint64_t r, std:
   const auto targets = mp::generate<ids_t>(mesh, sizes, [](const auto& i) {
     return static_cast<std::int32_t>((i[0] * 5 + i[1] * 11 + 1) % vocab_size);
   });
-  const table_sizes s{batch_size, o.seq,  o.d_model, o.heads,  o.d_model / o.heads,
+  const table_sizes s{batch_size,          o.seq,  o.d_model,  o.heads, o.d_model / o.heads,
                       o.d_model / o.heads, o.d_ff, vocab_size, o.layers};
   const auto want = expected(layout, s, r, c);
 

@@ -45,9 +45,16 @@ tx::options tiny_options() {
 }
 
 rt::config reference_config(const tx::options& o) {
-  return {.batch = batch_size, .length = o.seq, .d_model = o.d_model, .heads = o.heads,
-          .d_k = o.d_model / o.heads, .d_v = o.d_model / o.heads, .d_ff = o.d_ff,
-          .vocab = vocab_size, .layers = o.layers, .causal = true};
+  return {.batch = batch_size,
+          .length = o.seq,
+          .d_model = o.d_model,
+          .heads = o.heads,
+          .d_k = o.d_model / o.heads,
+          .d_v = o.d_model / o.heads,
+          .d_ff = o.d_ff,
+          .vocab = vocab_size,
+          .layers = o.layers,
+          .causal = true};
 }
 
 // the tokens, from the position (b, l): ids and targets in [0, alphabet)
@@ -118,8 +125,8 @@ void check_forward(const Mesh& mesh) {
 
   mp::no_grad scope;
   const rt::array want_logits = rt::logits(cfg, p, ids);
-  const auto want = meshpp_test::filled<double, 3>(
-      {batch_size, o.seq, vocab_size}, [&](std::uint64_t i) { return want_logits[i]; });
+  const auto want = meshpp_test::filled<double, 3>({batch_size, o.seq, vocab_size},
+                                                   [&](std::uint64_t i) { return want_logits[i]; });
   CHECK_ALL_RANKS(meshpp_test::matches(mp::gather(model.logits(model_ids).value()), want, 1e-4));
 
   const double want_loss = rt::loss(cfg, p, ids, targets);

@@ -116,8 +116,8 @@ double max_abs_difference(const A& a, const B& b) {
   const auto whole_b = mp::gather(A(b));  // b in a's dim order and layout
   double worst = 0;
   for (std::size_t i = 0; i < whole_a.size(); ++i) {
-    const double err = std::abs(static_cast<double>(whole_a.data()[i]) -
-                                static_cast<double>(whole_b.data()[i]));
+    const double err =
+        std::abs(static_cast<double>(whole_a.data()[i]) - static_cast<double>(whole_b.data()[i]));
     if (!(err <= worst)) worst = err;  // a NaN is the worst error, never skipped
   }
   return worst;

@@ -265,8 +265,8 @@ TEST_CASE("load_mnist: files that do not fit together throw, naming the file") {
     REQUIRE(!dir.path.empty());
     write_mnist(dir, 12, 5, 4, 3, false);
     fs::remove(dir / "train-labels-idx1-ubyte");
-    CHECK(load_throws(dir, {"meshpp::load_mnist: found neither ",
-                            dir / "train-labels-idx1-ubyte", dir / "train-labels-idx1-ubyte.gz",
+    CHECK(load_throws(dir, {"meshpp::load_mnist: found neither ", dir / "train-labels-idx1-ubyte",
+                            dir / "train-labels-idx1-ubyte.gz",
                             "install Debian's package dataset-fashion-mnist"}));
   }
   SUBCASE("a malformed file is read_idx's error") {

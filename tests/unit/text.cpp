@@ -1,7 +1,8 @@
 // Text corpora: UTF-8 files read back as character ids and decoded exactly, ASCII and
 // multi-byte alike; the alphabet padded to a multiple of pad_to; the validation part is the
-// last characters or every k-th block; window sampling is a pure function of its arguments, in range and uniform;
-// evaluation windows tile the text; every error names the file (or input) and the problem.
+// last characters or every k-th block; window sampling is a pure function of its arguments, in
+// range and uniform; evaluation windows tile the text; every error names the file (or input) and
+// the problem.
 #include <meshpp/io/text.hpp>
 
 #include <unistd.h>
@@ -192,8 +193,8 @@ TEST_CASE("validation_block: every k-th block held out, spread over the whole te
   o.validation_block = 10;
   const mp::text_corpus c = corpus_of(dir, text, o);
   CHECK(c.validation_ids.size() == 50);
-  CHECK(c.decode(std::vector<std::int32_t>(c.validation_ids.begin(), c.validation_ids.begin() + 10)) ==
-        text.substr(190, 10));
+  CHECK(c.decode(std::vector<std::int32_t>(c.validation_ids.begin(),
+                                           c.validation_ids.begin() + 10)) == text.substr(190, 10));
   // a block longer than the text: block 0 is not held out, so nothing is; an error naming it
   o.validation_block = 5000;
   CHECK(read_throws(dir / "corpus.txt", o,

@@ -41,8 +41,16 @@ struct array_check {
 }  // namespace
 
 TEST_CASE("reference Transformer: the hand-written backward pass equals central differences") {
-  const rt::config cfg{.batch = 2, .length = 4, .d_model = 4, .heads = 2, .d_k = 2, .d_v = 3,
-                       .d_ff = 5, .vocab = 6, .layers = 2, .causal = true};
+  const rt::config cfg{.batch = 2,
+                       .length = 4,
+                       .d_model = 4,
+                       .heads = 2,
+                       .d_k = 2,
+                       .d_v = 3,
+                       .d_ff = 5,
+                       .vocab = 6,
+                       .layers = 2,
+                       .causal = true};
   // ids and targets over [0, 5): row 5 of the embedding is never looked up (its gradient is 0)
   const rt::tokens ids{0, 3, 1, 4, 2, 2, 4, 0};
   const rt::tokens targets{3, 1, 4, 4, 1, 0, 2, 3};

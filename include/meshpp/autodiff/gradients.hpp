@@ -13,8 +13,8 @@
 #pragma once
 
 #include <algorithm>
-#include <cstddef>
 #include <array>
+#include <cstddef>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -178,7 +178,8 @@ auto gradients(const traced<L>& loss, const X&... xs) {
       "meshpp::gradients(loss, xs...): each x must be a traced tensor or a variable "
       "(trace() a plain tensor to ask for its gradient)");
   if constexpr (L::shape_type::rank == 0 && detail::every_x_traced_v<X...>) {
-    return detail::grads_for(*loss.node(), detail::full_agreed<L>(loss.mesh(), loss.sizes(), 1), xs...);
+    return detail::grads_for(*loss.node(), detail::full_agreed<L>(loss.mesh(), loss.sizes(), 1),
+                             xs...);
   }
 }
 

@@ -166,8 +166,8 @@ struct node final : node_base {
                   "meshpp: a gradient lacks a dim of the tensor it is sent to");
     if constexpr (!same_dims_v<GS, shape_type>) {
       using summed = shape_difference_t<GS, shape_type>;
-      constexpr unsigned mask = mesh_mask_v<typename GT::mesh_type,
-                                            split_mesh_dims_t<typename GT::layout_type, summed>>;
+      constexpr unsigned mask =
+          mesh_mask_v<typename GT::mesh_type, split_mesh_dims_t<typename GT::layout_type, summed>>;
       accumulate_partial(reduce_local<op::sum, shape_type>(as_expression(g)), mask);
     } else {
       finish_in_flight();
@@ -208,8 +208,9 @@ struct node final : node_base {
     finish_in_flight();
     if ((mask & PT::split_mask()) != 0) {
       // no sum can complete stripes that differ from member to member: a caller's mistake
-      throw error("meshpp: internal error: partial sums split over a mesh dim they are partial "
-                  "over reached a gradient");
+      throw error(
+          "meshpp: internal error: partial sums split over a mesh dim they are partial "
+          "over reached a gradient");
     }
     if ((mask & Tensor::split_mask()) != 0) {
       PT whole(std::forward<P>(p));  // a copy only when p is const
@@ -384,12 +385,11 @@ const auto& stop_gradient(const X& x) {
 // does not keep a reference into a temporary that dies with the statement
 template <class X>
 requires(is_traced_v<std::remove_cv_t<X>> || is_tensor_v<std::remove_cv_t<X>>) &&
-        (!std::is_reference_v<X>)
-auto stop_gradient(X&& x) {
+    (!std::is_reference_v<X>)auto stop_gradient(X&& x) {
   if constexpr (is_traced_v<std::remove_cv_t<X>>)
     return std::remove_cvref_t<decltype(x.value())>(x.value());
   else
-    return std::remove_cv_t<X>(std::move(x));
+    return std::remove_cv_t<X>(std::forward<X>(x));
 }
 
 namespace detail {

@@ -54,7 +54,11 @@ class allreduce_bucket {
  public:
   allreduce_bucket(const boost::mpi::communicator& group, MPI_Datatype type, std::size_t value_size,
                    counters& c, call_site site)
-      : group_(group), type_(type), value_size_(value_size), counters_(&c), mask_(site.mask),
+      : group_(group),
+        type_(type),
+        value_size_(value_size),
+        counters_(&c),
+        mask_(site.mask),
         site_(site) {}
   allreduce_bucket(const allreduce_bucket&) = delete;
   allreduce_bucket& operator=(const allreduce_bucket&) = delete;
@@ -106,9 +110,9 @@ class allreduce_bucket {
     if (spans_.size() > 1 || !data) data = pack(spans_);
     site_.count = values_;
     before_collective(group_, site_);
-    checked(MPI_Iallreduce(MPI_IN_PLACE, data, as_count(values_), type_, MPI_SUM, group_,
-                           &request_),
-            "MPI_Iallreduce", site_);
+    checked(
+        MPI_Iallreduce(MPI_IN_PLACE, data, as_count(values_), type_, MPI_SUM, group_, &request_),
+        "MPI_Iallreduce", site_);
     in_flight_ = true;
   }
 

@@ -29,9 +29,9 @@
 #include <mpi.h>
 #include <boost/mpi/communicator.hpp>
 
-#include "meshpp/core/detail/checked.hpp"
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/blocks.hpp"
+#include "meshpp/core/detail/checked.hpp"
 #include "meshpp/core/error.hpp"
 
 namespace meshpp {
@@ -97,7 +97,8 @@ struct reduce_scatter_ring<over<Ms...>> : detail::ring_group<Ms...> {
     m.counters().record(collective::reduce_scatter, g::mask, p * out.size(),
                         (p - 1) * detail::bytes<T>(out.size()));
     if (p > 1)
-      detail::before_collective(MPI_Comm(comm), g::template site<T>("reduce_scatter", p * out.size()));
+      detail::before_collective(MPI_Comm(comm),
+                                g::template site<T>("reduce_scatter", p * out.size()));
     detail::ring_reduce_scatter<T>(comm, out, make);
   }
 };
@@ -138,9 +139,9 @@ struct allreduce_ring<over<Ms...>> : detail::ring_group<Ms...> {
     for (std::size_t at = 0; at < block;) {
       const std::size_t c = std::min(block - at, detail::mpi_count_limit);
       const detail::strided_type piece(type, c, block);
-      detail::checked(MPI_Allgather(MPI_IN_PLACE, 0, type, out.data() + at, 1, piece.get(),
-                                    MPI_Comm(comm)),
-                      "MPI_Allgather", site);
+      detail::checked(
+          MPI_Allgather(MPI_IN_PLACE, 0, type, out.data() + at, 1, piece.get(), MPI_Comm(comm)),
+          "MPI_Allgather", site);
       at += c;
     }
   }

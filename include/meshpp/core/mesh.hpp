@@ -24,9 +24,9 @@
 #include <mpi.h>
 #include <boost/mpi/communicator.hpp>
 
+#include "meshpp/core/counters.hpp"
 #include "meshpp/core/detail/checked.hpp"
 #include "meshpp/core/detail/row_major.hpp"
-#include "meshpp/core/counters.hpp"
 #include "meshpp/core/dim.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"

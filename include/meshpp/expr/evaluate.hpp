@@ -105,7 +105,7 @@ void evaluate_into(const E& e, const frame<O>& fr, T* out) {
   auto cursors = group(dest, source);
   for_each_row<n>(fr.extent, cursors, [&](std::size_t len) {
     T* o = dest.ptr;
-MESHPP_IVDEP
+    MESHPP_IVDEP
     for (std::size_t j = 0; j < len; ++j) o[j] = static_cast<T>(source.at(j));
   });
 }

@@ -126,7 +126,7 @@ auto as_operand(X&& x) {
     if constexpr (std::is_lvalue_reference_v<X>)
       return tensor_leaf<D, false>(x);
     else
-      return tensor_leaf<D, true>(std::move(x));
+      return tensor_leaf<D, true>(std::forward<X>(x));
   } else if constexpr (std::is_base_of_v<expression_node, D>) {
     return D(std::forward<X>(x));
   } else {

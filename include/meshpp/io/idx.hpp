@@ -362,8 +362,7 @@ inline mnist_data load_mnist(const boost::mpi::communicator& comm, const std::st
     out = load_mnist(dir);
   } catch (const std::exception& e) {  // std::bad_alloc too: no rank may leave alone
     problem = e.what();
-    if (problem.empty())
-      meshpp::detail::append(problem, "meshpp::load_mnist: ", dir, ": failed");
+    if (problem.empty()) meshpp::detail::append(problem, "meshpp::load_mnist: ", dir, ": failed");
   }
   agree_or_throw(comm, problem);
 
@@ -375,7 +374,8 @@ inline mnist_data load_mnist(const boost::mpi::communicator& comm, const std::st
   }
   const std::array<unsigned long, 2> mine{crc, ~crc};
   std::array<unsigned long, 2> most = mine;
-  meshpp::detail::allreduce_values(MPI_Comm(comm), most.data(), 2, MPI_MAX, "load_mnist's checksum");
+  meshpp::detail::allreduce_values(MPI_Comm(comm), most.data(), 2, MPI_MAX,
+                                   "load_mnist's checksum");
   if (most != mine) {
     std::string message;
     meshpp::detail::append(message, "meshpp::load_mnist: ranks read different data from ", dir,

@@ -45,17 +45,18 @@ inline constexpr bool labels_must_have_the_logits_dims_but_the_class_dim = false
 
 // The checks of softmax_cross_entropy<Classes>(logits, labels), logits of shape S; `ok` says
 // whether they passed (the body compiles only then, so a failure gives one message)
-#define MESHPP_SOFTMAX_XENT_CHECKS(S)                                                          \
-  using per_example = shape_difference_t<S, shape<Classes>>;                                  \
-  static_assert(offending::logits_lack_the_class_dim<Classes, S> || contains_v<S, Classes>,   \
-                "meshpp::softmax_cross_entropy<Classes>(logits, labels): logits have no dim " \
-                "Classes");                                                                   \
-  static_assert(offending::labels_must_have_the_logits_dims_but_the_class_dim<                \
-                    typename Labels::shape_type, per_example> ||                              \
-                    same_dims_v<typename Labels::shape_type, per_example>,                    \
-                "meshpp::softmax_cross_entropy<Classes>(logits, labels): labels must have "   \
-                "the dims of logits except Classes");                                         \
-  constexpr bool ok =                                                                         \
+#define MESHPP_SOFTMAX_XENT_CHECKS(S)                                                            \
+  using per_example = shape_difference_t<S, shape<Classes>>;                                     \
+  static_assert(offending::logits_lack_the_class_dim<Classes, S> || contains_v<S, Classes>,      \
+                "meshpp::softmax_cross_entropy<Classes>(logits, labels): logits have no dim "    \
+                "Classes");                                                                      \
+  static_assert(                                                                                 \
+      offending::labels_must_have_the_logits_dims_but_the_class_dim<typename Labels::shape_type, \
+                                                                    per_example> ||              \
+          same_dims_v<typename Labels::shape_type, per_example>,                                 \
+      "meshpp::softmax_cross_entropy<Classes>(logits, labels): labels must have "                \
+      "the dims of logits except Classes");                                                      \
+  constexpr bool ok =                                                                            \
       contains_v<S, Classes> && same_dims_v<typename Labels::shape_type, per_example>
 
 // softmax_cross_entropy<Classes>(logits, labels) of plain logits (a tensor or expression): the
@@ -85,7 +86,7 @@ auto softmax_cross_entropy(const traced<L>& logits, const Labels& labels) {
     // The label's logit: a lookup along Classes (ops/embedding.hpp), which checks the labels on
     // every rank before any collective, and materializes no one-hot tensor.
     const auto picked = take<Classes>(z, labels);  // checks the labels first
-    auto lse = logsumexp<Classes>(z);                // per example: all the backward step keeps
+    auto lse = logsumexp<Classes>(z);              // per example: all the backward step keeps
     auto loss = eval(lse - picked);
     using Y = decltype(loss);
     return record(

@@ -68,6 +68,8 @@ struct sized {
     return sizes.template get<D>();
   }
 };
+template <class E>
+sized(const E&) -> sized<E>;  // (aggregate deduction: g++ 12 has it, clang 14 does not)
 
 // summed_out<Drop>(x): expression x with its dims Drop summed out locally (partial sums where
 // they are split: the final allreduce completes them), as a tensor; x itself when Drop is

@@ -45,11 +45,11 @@
 #include <type_traits>
 
 #include "meshpp/comm/collectives.hpp"
+#include "meshpp/core/detail/traverse.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
-#include "meshpp/core/detail/traverse.hpp"
 #include "meshpp/core/tensor.hpp"
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/expression.hpp"

@@ -110,7 +110,7 @@ auto reduce_local(const E& e) {
       // __restrict holds: o points into `out`, created above; e reads tensors that existed
       // before it, and a tensor owns its slice (no two share one), so none of them is out's
       T* __restrict o = acc.ptr;
-MESHPP_IVDEP
+      MESHPP_IVDEP
       for (std::size_t j = 0; j < len; ++j) o[j] = combine<Op>(o[j], static_cast<T>(source.at(j)));
     } else {
       const std::ptrdiff_t s = acc.stride[n - 1];
@@ -124,8 +124,9 @@ MESHPP_IVDEP
 }
 
 // The output shape a reduce call names: reduce_x_to<shape<...>>(e) gives it (Ts is that one
-// shape); reduce_x<Dims...>(e) names the dims to reduce out (all when none are named). `unknown_reduced_dim` is the first
-// named dim to reduce that S lacks, `unknown_output_dim` the first output dim S lacks (or no_dim).
+// shape); reduce_x<Dims...>(e) names the dims to reduce out (all when none are named).
+// `unknown_reduced_dim` is the first named dim to reduce that S lacks, `unknown_output_dim` the
+// first output dim S lacks (or no_dim).
 template <class S, class... Ts>
 struct reduce_output {
   using type = shape_difference_t<S, shape<Ts...>>;
@@ -183,23 +184,25 @@ template <class T>
 inline constexpr bool shape_given_as_dims_to_reduce = !is_shape_v<T>;
 }  // namespace offending
 
-#define MESHPP_REDUCE_CHECKS(NAME)                                                             \
-  static_assert((offending::shape_given_as_dims_to_reduce<Ts> && ...),                         \
-                "meshpp::" #NAME "<Dims...>(x) names the dims to reduce out; for the shape "   \
-                "of the result write " #NAME "_to<shape<Out...>>(x)");                         \
-  using S = typename E::shape_type;                                                            \
-  static_assert(offending::reduced_dim_not_in_operand<                                         \
-                    typename detail::reduce_output<S, Ts...>::unknown_reduced_dim, S>,         \
-                "meshpp::" #NAME "<Dims...>(x): x has no dim of that name to reduce");         \
-  constexpr bool named_right =                                                                 \
+#define MESHPP_REDUCE_CHECKS(NAME)                                                     \
+  static_assert((offending::shape_given_as_dims_to_reduce<Ts> && ...),                 \
+                "meshpp::" #NAME                                                       \
+                "<Dims...>(x) names the dims to reduce out; for the shape "            \
+                "of the result write " #NAME "_to<shape<Out...>>(x)");                 \
+  using S = typename E::shape_type;                                                    \
+  static_assert(offending::reduced_dim_not_in_operand<                                 \
+                    typename detail::reduce_output<S, Ts...>::unknown_reduced_dim, S>, \
+                "meshpp::" #NAME "<Dims...>(x): x has no dim of that name to reduce"); \
+  constexpr bool named_right =                                                         \
       (!is_shape_v<Ts> && ...) && detail::reduce_names_known_dims_v<S, Ts...>
-#define MESHPP_REDUCE_TO_CHECKS(NAME)                                                          \
-  static_assert(is_shape_v<Out>, "meshpp::" #NAME "_to<Out>(x): Out must be a shape<...>");    \
-  using S = typename E::shape_type;                                                            \
-  static_assert(offending::output_dim_not_in_operand<                                          \
-                    typename detail::reduce_output<S, Out>::unknown_output_dim, S>,            \
-                "meshpp::" #NAME "_to<shape<Out...>>(x): the output shape names a dim x does " \
-                "not have");                                                                   \
+#define MESHPP_REDUCE_TO_CHECKS(NAME)                                                       \
+  static_assert(is_shape_v<Out>, "meshpp::" #NAME "_to<Out>(x): Out must be a shape<...>"); \
+  using S = typename E::shape_type;                                                         \
+  static_assert(offending::output_dim_not_in_operand<                                       \
+                    typename detail::reduce_output<S, Out>::unknown_output_dim, S>,         \
+                "meshpp::" #NAME                                                            \
+                "_to<shape<Out...>>(x): the output shape names a dim x does "               \
+                "not have");                                                                \
   constexpr bool named_right = is_shape_v<Out> && detail::reduce_names_known_dims_v<S, Out>
 
 // reduce_sum<Dims...>(e): Dims summed out (every dim when none is named);
@@ -207,18 +210,18 @@ inline constexpr bool shape_given_as_dims_to_reduce = !is_shape_v<T>;
 // Likewise reduce_max(_to) and reduce_min(_to). Over a dim of size 0 each gives its identity:
 // 0, -inf and +inf (for integers their lowest and highest values), so that a reduction in
 // parts combines with it exactly.
-#define MESHPP_REDUCTION(NAME, OP)                                                        \
-  template <class... Ts, class E>                                                         \
-  requires is_expression_v<E>                                                             \
-  auto NAME(const E& e) {                                                                 \
-    MESHPP_REDUCE_CHECKS(NAME);                                                           \
-    if constexpr (named_right) return detail::reduce_expression<OP, Ts...>(e);            \
-  }                                                                                       \
-  template <class Out, class E>                                                           \
-  requires is_expression_v<E>                                                             \
-  auto NAME##_to(const E& e) {                                                            \
-    MESHPP_REDUCE_TO_CHECKS(NAME);                                                        \
-    if constexpr (named_right) return detail::reduce_expression<OP, Out>(e);              \
+#define MESHPP_REDUCTION(NAME, OP)                                             \
+  template <class... Ts, class E>                                              \
+  requires is_expression_v<E>                                                  \
+  auto NAME(const E& e) {                                                      \
+    MESHPP_REDUCE_CHECKS(NAME);                                                \
+    if constexpr (named_right) return detail::reduce_expression<OP, Ts...>(e); \
+  }                                                                            \
+  template <class Out, class E>                                                \
+  requires is_expression_v<E>                                                  \
+  auto NAME##_to(const E& e) {                                                 \
+    MESHPP_REDUCE_TO_CHECKS(NAME);                                             \
+    if constexpr (named_right) return detail::reduce_expression<OP, Out>(e);   \
   }
 MESHPP_REDUCTION(reduce_sum, op::sum)
 MESHPP_REDUCTION(reduce_max, op::max)

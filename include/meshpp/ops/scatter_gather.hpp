@@ -186,11 +186,11 @@ requires is_tensor_v<Tensor> xt::xtensor<typename Tensor::value_type, Tensor::ra
         k += in ? 1 : 0;
       }
     }
-    detail::checked(MPI_Gatherv(t.local().data() + from, detail::as_count(mine ? c : 0),
-                                detail::mpi_type<T>(), staged ? stage.data() : blocks.data(),
-                                counts.data(), at.data(), detail::mpi_type<T>(), root,
-                                MPI_Comm(m.world())),
-                    "MPI_Gatherv", site);
+    detail::checked(
+        MPI_Gatherv(t.local().data() + from, detail::as_count(mine ? c : 0), detail::mpi_type<T>(),
+                    staged ? stage.data() : blocks.data(), counts.data(), at.data(),
+                    detail::mpi_type<T>(), root, MPI_Comm(m.world())),
+        "MPI_Gatherv", site);
     if (is_root && staged) {
       for (std::size_t k = 0; k < contributors; ++k)
         std::copy_n(stage.data() + k * c, c, blocks.data() + k * count + from);
@@ -202,8 +202,8 @@ requires is_tensor_v<Tensor> xt::xtensor<typename Tensor::value_type, Tensor::ra
   for (int r = 0; r < m.size(); ++r) {
     if (!contributes(r)) continue;
     detail::copy_box(blocks.data() + displs[static_cast<std::size_t>(r)], t.local_shape(), {},
-                     whole.data(), t.global_shape(),
-                     detail::offsets_at(t, m.coordinates_of(r)), t.local_shape());
+                     whole.data(), t.global_shape(), detail::offsets_at(t, m.coordinates_of(r)),
+                     t.local_shape());
   }
   return whole;
 }

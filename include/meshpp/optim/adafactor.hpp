@@ -310,7 +310,7 @@ class adafactor final : public basic_optimizer<adafactor_options, detail::adafac
   // adafactor(options, variables...)
   template <class... Vs>
   explicit adafactor(adafactor_options o = {}, const Vs&... vs)
-      : basic_optimizer((detail::check_options(o), std::move(o))) {
+      : basic_optimizer((detail::check_options(o), o)) {
     add(vs...);
   }
 

@@ -149,7 +149,7 @@ class adam final : public basic_optimizer<adam_options, detail::adam_slot> {
   // adam(options, variables...)
   template <class... Vs>
   explicit adam(adam_options o = {}, const Vs&... vs)
-      : basic_optimizer((detail::check_adam_options("adam", o), std::move(o))) {
+      : basic_optimizer((detail::check_adam_options("adam", o), o)) {
     add(vs...);
   }
 
@@ -166,7 +166,7 @@ class adamw final : public basic_optimizer<adamw_options, detail::adam_slot> {
   // adamw(options, variables...)
   template <class... Vs>
   explicit adamw(adamw_options o = {}, const Vs&... vs)
-      : basic_optimizer((detail::check_adam_options("adamw", o), std::move(o))) {
+      : basic_optimizer((detail::check_adam_options("adamw", o), o)) {
     add(vs...);
   }
 

@@ -116,7 +116,7 @@ class sgd final : public basic_optimizer<sgd_options, detail::sgd_slot> {
   // sgd(options, variables...)
   template <class... Vs>
   explicit sgd(sgd_options o = {}, const Vs&... vs)
-      : basic_optimizer((detail::check_options(o), std::move(o))) {
+      : basic_optimizer((detail::check_options(o), o)) {
     add(vs...);
   }
 
