@@ -117,7 +117,7 @@ auto scatter_add(const G& g, const Ids& ids, const Table& table, unsigned* defer
 /// mesh dims (see above). Ids are plain: integers have no gradient.
 template <class Dim, class Table, class Ids>
 requires is_expression_v<Ids>
-auto gather(const traced<Table>& table, const Ids& ids) {
+auto take(const traced<Table>& table, const Ids& ids) {
   auto id_tensor = [&] {
     if constexpr (is_tensor_v<Ids>)
       return ids;

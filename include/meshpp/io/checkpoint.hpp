@@ -594,10 +594,25 @@ inline constexpr std::int64_t format_version = 1;
 
 // save_visitor: writes what it visits into an open file (or, dry, only visits: the walk
 // before any collective call, which throws what the walk itself would)
-class save_visitor final : public checkpoint_visitor {
+// file_visitor: what the three walks over a checkpoint file share: the file, the name the
+// messages give, the group being visited and the context of one of its attributes
+class file_visitor : public checkpoint_visitor {
+ protected:
+  file_visitor(hid_t file, std::string who) : file_(file), who_(std::move(who)) {}
+  context where(std::string_view attribute) const {
+    return {who_, "/" + group_name_ + " attribute " + std::string(attribute)};
+  }
+
+  hid_t file_;
+  std::string who_;
+  std::string group_name_;
+  handle group_;
+};
+
+class save_visitor final : public file_visitor {
  public:
   save_visitor(hid_t file, const boost::mpi::communicator& comm, std::string who, bool dry)
-      : file_(file), comm_(comm), who_(std::move(who)), dry_(dry) {}
+      : file_visitor(file, std::move(who)), comm_(comm), dry_(dry) {}
   mode what() const override { return mode::save; }
 
   void enter(const std::string& group) override {
@@ -656,23 +671,15 @@ class save_visitor final : public checkpoint_visitor {
   static inline void (*after_dataset_hook)(const std::string& dataset) = nullptr;
 
  private:
-  context where(std::string_view attribute) const {
-    return {who_, "/" + group_name_ + " attribute " + std::string(attribute)};
-  }
-
-  hid_t file_;
   const boost::mpi::communicator& comm_;
-  std::string who_;
   bool dry_;
-  std::string group_name_;
-  handle group_;
 };
 
 // check_visitor: compares the file with what it visits and collects what differs (rank 0,
 // the file opened serially, before any collective call); changes nothing
-class check_visitor final : public checkpoint_visitor {
+class check_visitor final : public file_visitor {
  public:
-  check_visitor(hid_t file, std::string who) : file_(file), who_(std::move(who)) {}
+  check_visitor(hid_t file, std::string who) : file_visitor(file, std::move(who)) {}
   mode what() const override { return mode::check; }
   std::vector<std::string> problems;
 
@@ -752,22 +759,14 @@ class check_visitor final : public checkpoint_visitor {
       problems.push_back(e.what());
     }
   }
-  context where(std::string_view attribute) const {
-    return {who_, "/" + group_name_ + " attribute " + std::string(attribute)};
-  }
-
-  hid_t file_;
-  std::string who_;
-  std::string group_name_;
-  handle group_;
 };
 
 // load_visitor: reads what it visits from a file every rank opened in parallel (after the
 // check found nothing wrong); each rank the hyperslab of its own block, collectively
-class load_visitor final : public checkpoint_visitor {
+class load_visitor final : public file_visitor {
  public:
   load_visitor(hid_t file, const boost::mpi::communicator& comm, std::string who)
-      : file_(file), comm_(comm), who_(std::move(who)) {}
+      : file_visitor(file, std::move(who)), comm_(comm) {}
   mode what() const override { return mode::load; }
 
   void enter(const std::string& group) override {
@@ -811,15 +810,7 @@ class load_visitor final : public checkpoint_visitor {
   }
 
  private:
-  context where(std::string_view attribute) const {
-    return {who_, "/" + group_name_ + " attribute " + std::string(attribute)};
-  }
-
-  hid_t file_;
   const boost::mpi::communicator& comm_;
-  std::string who_;
-  std::string group_name_;
-  handle group_;
 };
 
 // directory_of(path): "." for a bare file name

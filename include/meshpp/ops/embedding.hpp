@@ -175,7 +175,7 @@ auto one_hot_impl(const Ids& ids, std::size_t size) {
 /// is whole); throws meshpp::error on every rank if an id is outside [0, size of Dim).
 template <class Dim, class Table, class Ids>
 requires is_expression_v<Table> && is_expression_v<Ids>
-auto gather(const Table& table, const Ids& ids) {
+auto take(const Table& table, const Ids& ids) {
   using plan = detail::take_plan<Dim, Table, Ids>;
   using TS = typename plan::table_shape;
   using IS = typename plan::ids_shape;
