@@ -17,14 +17,18 @@ constexpr std::size_t B = 4, H = 4, K = 3;
 const auto sizes = mp::extents{batch{} = B, hidden{} = H, k{} = K};
 using mesh_t = split_mesh;  // batch and hidden split, k replicated
 
-// The four reductions as types, so one check runs each in every spelling.
-#define MESHPP_TEST_REDUCTION(NAME)            \
-  struct NAME##_op {                           \
-    static constexpr const char* name = #NAME; \
-    template <class... Ts, class X>            \
-    static auto apply(const X& x) {            \
-      return mp::NAME<Ts...>(x);               \
-    }                                          \
+// The four reductions as types, so one check runs each in every spelling: apply<Dims...>
+// is reduce_x<Dims...>, apply<shape<...>> is reduce_x_to<shape<...>>.
+#define MESHPP_TEST_REDUCTION(NAME)                                    \
+  struct NAME##_op {                                                   \
+    static constexpr const char* name = #NAME;                         \
+    template <class... Ts, class X>                                    \
+    static auto apply(const X& x) {                                    \
+      if constexpr (sizeof...(Ts) == 1 && (mp::is_shape_v<Ts> && ...)) \
+        return mp::NAME##_to<Ts...>(x);                                \
+      else                                                             \
+        return mp::NAME<Ts...>(x);                                     \
+    }                                                                  \
   };
 MESHPP_TEST_REDUCTION(reduce_sum)
 MESHPP_TEST_REDUCTION(reduce_mean)
@@ -48,9 +52,9 @@ void check_spellings(const X& x) {
         [](const auto& t) { return weighted_sum(Op::template apply<k>(t)); });
   check(op, "<batch, k>: split over rows, and replicated", x,
         [](const auto& t) { return weighted_sum(Op::template apply<batch, k>(t)); });
-  check(op, "<shape<k>>: both split dims", x,
+  check(op, "_to<shape<k>>: both split dims", x,
         [](const auto& t) { return weighted_sum(Op::template apply<mp::shape<k>>(t)); });
-  check(op, "<shape<hidden, batch>>: replicated k, output transposed", x, [](const auto& t) {
+  check(op, "_to<shape<hidden, batch>>: replicated k, output transposed", x, [](const auto& t) {
     return weighted_sum(Op::template apply<mp::shape<hidden, batch>>(t));
   });
   check(op, "(): every dim", x,

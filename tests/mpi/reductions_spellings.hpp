@@ -65,7 +65,7 @@ void check_every_spelling() {
     static_assert(std::is_same_v<typename out::layout_type, mp::layout<mp::split<seq, cols>>>);
     static_assert(std::is_same_v<typename out::value_type, float>);
   }
-  SUBCASE("reduce<shape<Out...>>(tensor): the output in the named order") {
+  SUBCASE("reduce_to<shape<Out...>>(tensor): the output in the named order") {
     check_reduction(
         m, [&] { return reduce<K, mp::shape<hidden, batch>>(a); },
         reduction_reference<2>(K, A, {H, B}), tol, c);

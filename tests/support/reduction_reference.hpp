@@ -113,17 +113,28 @@ void check_reduction(const Mesh& m, F&& f, const xt::xtensor<double, K>& want, d
                         matches(meshpp::gather(out), want, tol));
 }
 
-// reduce<K, Ts...>(e): the reduction of kind K, spelled reduce_x<Ts...>(e)
+// reduce<K, Ts...>(e): the reduction of kind K, spelled reduce_x<Ts...>(e), or
+// reduce_x_to<shape<...>>(e) when Ts is one shape
 template <kind K, class... Ts, class E>
 auto reduce(const E& e) {
-  if constexpr (K == kind::sum)
+  if constexpr (sizeof...(Ts) == 1 && (meshpp::is_shape_v<Ts> && ...)) {
+    if constexpr (K == kind::sum)
+      return meshpp::reduce_sum_to<Ts...>(e);
+    else if constexpr (K == kind::max)
+      return meshpp::reduce_max_to<Ts...>(e);
+    else if constexpr (K == kind::min)
+      return meshpp::reduce_min_to<Ts...>(e);
+    else
+      return meshpp::reduce_mean_to<Ts...>(e);
+  } else if constexpr (K == kind::sum) {
     return meshpp::reduce_sum<Ts...>(e);
-  else if constexpr (K == kind::max)
+  } else if constexpr (K == kind::max) {
     return meshpp::reduce_max<Ts...>(e);
-  else if constexpr (K == kind::min)
+  } else if constexpr (K == kind::min) {
     return meshpp::reduce_min<Ts...>(e);
-  else
+  } else {
     return meshpp::reduce_mean<Ts...>(e);
+  }
 }
 
 }  // namespace meshpp_test
