@@ -229,6 +229,23 @@ requires(!is_tensor_v<D>) auto iota(const Mesh& m, const extents<E...>& sizes) {
   return iota<tensor_of<T, shape<D>, Mesh>>(m, sizes);
 }
 
+namespace detail {
+// random_tensor<Tensor>(mesh, sizes, what, seed, a, b, value): the tensor whose element at
+// global index i is value(i), after the ranks agreed on the seed and the two arguments a and b
+// (name and value each)
+template <class Tensor, class... E, class T, class Value>
+Tensor random_tensor(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
+                     const char* what, std::uint64_t seed, std::pair<const char*, T> a,
+                     std::pair<const char*, T> b, Value value) {
+  agree_on_making<Tensor>(
+      m, what, sizes,
+      {{"seed", seed}, argument_bits(a.first, a.second), argument_bits(b.first, b.second)});
+  Tensor t(m, sizes, Tensor::uninitialized);
+  for_each_element(t, [&](T& x, const auto&, std::uint64_t linear) { x = value(linear); });
+  return t;
+}
+}  // namespace detail
+
 // random_uniform<Tensor>(mesh, sizes, seed, low = 0, high = 1): uniform in [low, high),
 // keyed by (seed, global index).
 template <class Tensor, class... E>
@@ -237,14 +254,9 @@ requires is_tensor_v<Tensor> Tensor random_uniform(const typename Tensor::mesh_t
                                                    typename Tensor::value_type low = 0,
                                                    typename Tensor::value_type high = 1) {
   using T = typename Tensor::value_type;
-  detail::agree_on_making<Tensor>(
-      m, "random_uniform", sizes,
-      {{"seed", seed}, detail::argument_bits("low", low), detail::argument_bits("high", high)});
-  Tensor t(m, sizes, Tensor::uninitialized);
-  detail::for_each_element(t, [&](T& x, const auto&, std::uint64_t linear) {
-    x = low + (high - low) * uniform_at<T>(seed, linear);
-  });
-  return t;
+  return detail::random_tensor<Tensor>(
+      m, sizes, "random_uniform", seed, std::pair{"low", low}, std::pair{"high", high},
+      [&](std::uint64_t i) { return low + (high - low) * uniform_at<T>(seed, i); });
 }
 // random_uniform<T, Dims...>(mesh, sizes, seed, low = 0, high = 1)
 template <class T, class... Dims, class Mesh, class... E>
@@ -261,15 +273,9 @@ requires is_tensor_v<Tensor> Tensor random_normal(const typename Tensor::mesh_ty
                                                   typename Tensor::value_type mean = 0,
                                                   typename Tensor::value_type stddev = 1) {
   using T = typename Tensor::value_type;
-  detail::agree_on_making<Tensor>(m, "random_normal", sizes,
-                                  {{"seed", seed},
-                                   detail::argument_bits("mean", mean),
-                                   detail::argument_bits("stddev", stddev)});
-  Tensor t(m, sizes, Tensor::uninitialized);
-  detail::for_each_element(t, [&](T& x, const auto&, std::uint64_t linear) {
-    x = mean + stddev * normal_at<T>(seed, linear);
-  });
-  return t;
+  return detail::random_tensor<Tensor>(
+      m, sizes, "random_normal", seed, std::pair{"mean", mean}, std::pair{"stddev", stddev},
+      [&](std::uint64_t i) { return mean + stddev * normal_at<T>(seed, i); });
 }
 // random_normal<T, Dims...>(mesh, sizes, seed, mean = 0, stddev = 1)
 template <class T, class... Dims, class Mesh, class... E>
