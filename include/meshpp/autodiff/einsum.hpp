@@ -44,10 +44,17 @@ void send_einsum_grad(const Self& self, const G& g, const Other& other) {
 }
 }  // namespace detail
 
+namespace detail {
+// traced_einsum<Out, A, B>: einsum<Out>(a, b) is the traced one (a shape, tensors or
+// expressions, at least one traced)
+template <class Out, class A, class B>
+concept traced_einsum =
+    is_shape_v<Out> && traced_pair<A, B> && !std::is_arithmetic_v<A> && !std::is_arithmetic_v<B>;
+}  // namespace detail
+
 // einsum<Out>(a, b) with a traced operand (the other may be a plain tensor or expression)
 template <class Out, class A, class B>
-requires is_shape_v<Out> && detail::traced_pair<A, B> &&
-    (!std::is_arithmetic_v<A>)&&(!std::is_arithmetic_v<B>)auto einsum(const A& a, const B& b) {
+auto einsum(const A& a, const B& b) requires detail::traced_einsum<Out, A, B> {
   return record([](const auto& x, const auto& y) { return einsum<Out>(x, y); },
                 [](const auto&, const auto& g, const auto& x, const auto& y) {
                   detail::send_einsum_grad(x, g, y.value());

@@ -137,9 +137,12 @@ traced<A> pad(const traced<A>& a, std::size_t before, std::size_t after,
 
 namespace detail {
 // concat_operands: a traced tensor and a traced or plain tensor (either order)
+template <class X>
+concept concat_operand = is_traced_operand_v<X> || is_tensor_v<X>;
 template <class A, class B>
-concept concat_operands = (is_traced_operand_v<A> || is_tensor_v<A>)&&(
-    is_traced_operand_v<B> || is_tensor_v<B>)&&(is_traced_operand_v<A> || is_traced_operand_v<B>);
+concept either_traced = is_traced_operand_v<A> || is_traced_operand_v<B>;
+template <class A, class B>
+concept concat_operands = concat_operand<A> && concat_operand<B> && either_traced<A, B>;
 
 template <class X>
 struct plain_tensor_of {

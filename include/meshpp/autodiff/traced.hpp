@@ -383,9 +383,15 @@ const auto& stop_gradient(const X& x) {
 }
 // stop_gradient(temporary): the value by value, so that `const auto& v = stop_gradient(f(x));`
 // does not keep a reference into a temporary that dies with the statement
+namespace detail {
+// a temporary traced tensor or tensor (stop_gradient's by-value overload)
 template <class X>
-requires(is_traced_v<std::remove_cv_t<X>> || is_tensor_v<std::remove_cv_t<X>>) &&
-    (!std::is_reference_v<X>)auto stop_gradient(X&& x) {
+concept temporary_value = !std::is_reference_v<X> &&
+                          (is_traced_v<std::remove_cv_t<X>> || is_tensor_v<std::remove_cv_t<X>>);
+}  // namespace detail
+
+template <class X>
+auto stop_gradient(X&& x) requires detail::temporary_value<X> {
   if constexpr (is_traced_v<std::remove_cv_t<X>>)
     return std::remove_cvref_t<decltype(x.value())>(x.value());
   else

@@ -11,9 +11,11 @@ namespace meshpp::detail {
 
 inline void append_piece(std::string& out, std::string_view s) { out.append(s); }
 inline void append_piece(std::string& out, char c) { out.push_back(c); }
+// a count or an index: an integer type that is not a character or bool
 template <class I>
-requires std::integral<I> &&
-    (!std::same_as<I, char>)&&(!std::same_as<I, bool>)void append_piece(std::string& out, I v) {
+concept counting_integer = std::integral<I> && !std::same_as<I, char> && !std::same_as<I, bool>;
+template <counting_integer I>
+void append_piece(std::string& out, I v) {
   out += std::to_string(v);
 }
 

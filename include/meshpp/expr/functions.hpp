@@ -259,55 +259,45 @@ struct cast {
 
 // Binary operators: at least one side is an expression; the other may be a scalar.
 template <class A, class B>
-requires operand<A> && operand<B> &&(is_expression_v<A> || is_expression_v<B>)auto operator+(
-    A&& a, B&& b) {
+auto operator+(A&& a, B&& b) requires binary_operands<A, B> {
   return make_function(fn::plus{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-requires operand<A> && operand<B> &&(is_expression_v<A> || is_expression_v<B>)auto operator-(
-    A&& a, B&& b) {
+auto operator-(A&& a, B&& b) requires binary_operands<A, B> {
   return make_function(fn::minus{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-requires operand<A> && operand<B> &&(is_expression_v<A> || is_expression_v<B>)auto operator*(
-    A&& a, B&& b) {
+auto operator*(A&& a, B&& b) requires binary_operands<A, B> {
   return make_function(fn::multiplies{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-requires operand<A> && operand<B> &&(is_expression_v<A> || is_expression_v<B>)auto operator/(
-    A&& a, B&& b) {
+auto operator/(A&& a, B&& b) requires binary_operands<A, B> {
   return make_function(fn::divides{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-requires operand<A> && operand<B> &&(is_expression_v<A> || is_expression_v<B>)auto operator<(
-    A&& a, B&& b) {
+auto operator<(A&& a, B&& b) requires binary_operands<A, B> {
   return make_function(fn::less{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-requires operand<A> && operand<B> &&(is_expression_v<A> || is_expression_v<B>)auto operator<=(
-    A&& a, B&& b) {
+auto operator<=(A&& a, B&& b) requires binary_operands<A, B> {
   return make_function(fn::less_equal{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-requires operand<A> && operand<B> &&(is_expression_v<A> || is_expression_v<B>)auto operator>(
-    A&& a, B&& b) {
+auto operator>(A&& a, B&& b) requires binary_operands<A, B> {
   return make_function(fn::greater{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-requires operand<A> && operand<B> &&(is_expression_v<A> || is_expression_v<B>)auto operator>=(
-    A&& a, B&& b) {
+auto operator>=(A&& a, B&& b) requires binary_operands<A, B> {
   return make_function(fn::greater_equal{}, std::forward<A>(a), std::forward<B>(b));
 }
 // equal(a, b), not_equal(a, b): element-wise == and != (the operators are left alone, so
 // they never mean something other than comparing whole values)
 template <class A, class B>
-requires operand<A> && operand<B> &&
-    (is_expression_v<A> || is_expression_v<B>)auto equal(A&& a, B&& b) {
+auto equal(A&& a, B&& b) requires binary_operands<A, B> {
   return make_function(fn::equal_to{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-requires operand<A> && operand<B> &&
-    (is_expression_v<A> || is_expression_v<B>)auto not_equal(A&& a, B&& b) {
+auto not_equal(A&& a, B&& b) requires binary_operands<A, B> {
   return make_function(fn::not_equal_to{}, std::forward<A>(a), std::forward<B>(b));
 }
 
@@ -393,18 +383,15 @@ MESHPP_UNARY_FUNCTION(softplus)
 
 // pow(a, b), maximum(a, b), minimum(a, b): at least one side an expression
 template <class A, class B>
-requires operand<A> && operand<B> &&
-    (is_expression_v<A> || is_expression_v<B>)auto pow(A&& a, B&& b) {
+auto pow(A&& a, B&& b) requires binary_operands<A, B> {
   return make_function(fn::pow{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-requires operand<A> && operand<B> &&
-    (is_expression_v<A> || is_expression_v<B>)auto maximum(A&& a, B&& b) {
+auto maximum(A&& a, B&& b) requires binary_operands<A, B> {
   return make_function(fn::maximum{}, std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B>
-requires operand<A> && operand<B> &&
-    (is_expression_v<A> || is_expression_v<B>)auto minimum(A&& a, B&& b) {
+auto minimum(A&& a, B&& b) requires binary_operands<A, B> {
   return make_function(fn::minimum{}, std::forward<A>(a), std::forward<B>(b));
 }
 

@@ -42,6 +42,12 @@ struct frame {
 // an operand: an expression or an arithmetic scalar
 template <class X>
 concept operand = is_expression_v<X> || std::is_arithmetic_v<std::remove_cvref_t<X>>;
+/// binary_operands<A, B>: the operands of a component-wise binary function: at least one an
+/// expression, the other an expression or a scalar
+template <class A, class B>
+concept either_expression = is_expression_v<A> || is_expression_v<B>;
+template <class A, class B>
+concept binary_operands = operand<A> && operand<B> && either_expression<A, B>;
 
 namespace detail {
 
