@@ -10,7 +10,8 @@
 #   ops       reductions, einsum, relayout, reshape, slicing, softmax, embedding
 #   autodiff  traced tensors, the tape and the gradients of the ops
 #   nn optim  layers and optimizers (side by side: neither includes the other)
-#   io        data sets, text corpora and checkpoints
+#   io        data sets, text corpora, checkpoints and layout drawings
+#   plan      plans, cost models and layout search: what a model will cost before it runs
 #
 # A folder's detail/ subfolder belongs to its layer: internal helpers, not public names.
 # meshpp.hpp, the umbrella, stands above all of them; no header includes it.
@@ -27,6 +28,7 @@ set(rank_autodiff 4)
 set(rank_nn 5)
 set(rank_optim 5)
 set(rank_io 6)
+set(rank_plan 7)
 
 file(GLOB_RECURSE headers RELATIVE "${ROOT}/include/meshpp" "${ROOT}/include/meshpp/*.hpp")
 set(problems "")
