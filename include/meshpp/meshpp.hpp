@@ -59,3 +59,4 @@
 #include "meshpp/optim/adam.hpp"
 #include "meshpp/optim/optimizer.hpp"
 #include "meshpp/optim/sgd.hpp"
+#include "meshpp/plan/plan.hpp"

@@ -144,6 +144,8 @@ struct node final : node_base {
   void settle() override {
     finish_in_flight();
     if (pending) {
+      const auto scope = value.mesh().counters().operation(
+          [] { return "deferred partial sums " + to_string(shape_type{}); });
       allreduce_sum(value.mesh(), pending, std::span(grad->local().data(), grad->local().size()));
       pending = 0;
     }
@@ -214,6 +216,8 @@ struct node final : node_base {
     }
     if ((mask & Tensor::split_mask()) != 0) {
       PT whole(std::forward<P>(p));  // a copy only when p is const
+      const auto scope = whole.mesh().counters().operation(
+          [] { return "partial sums " + to_string(typename PT::shape_type{}); });
       allreduce_sum(whole.mesh(), mask, std::span(whole.local().data(), whole.local().size()));
       accumulate(std::move(whole));
       return;

@@ -52,9 +52,12 @@ namespace meshpp::detail {
 /// between add() and wait(). A bucket of one span is reduced in place (no copies).
 class allreduce_bucket {
  public:
-  allreduce_bucket(const boost::mpi::communicator& group, MPI_Datatype type, std::size_t value_size,
+  // group: the group's communicator (MPI_COMM_NULL on a planned mesh, where the bucket is
+  // counted and not summed), p its size
+  allreduce_bucket(MPI_Comm group, std::size_t p, MPI_Datatype type, std::size_t value_size,
                    counters& c, call_site site)
       : group_(group),
+        p_(p),
         type_(type),
         value_size_(value_size),
         counters_(&c),
@@ -69,6 +72,7 @@ class allreduce_bucket {
   }
 
   MPI_Comm group() const { return group_; }
+  unsigned mask() const { return mask_; }
   MPI_Datatype type() const { return type_; }
   bool started() const { return started_; }
   std::size_t bytes() const { return values_ * value_size_; }
@@ -96,8 +100,7 @@ class allreduce_bucket {
   void start(bool now = false) {
     if (started_) return;
     started_ = true;
-    const auto p = static_cast<std::uint64_t>(group_.size());
-    if (p == 1 || values_ == 0) {
+    if (p_ == 1 || values_ == 0) {
       record(values_);
       return;
     }
@@ -106,6 +109,7 @@ class allreduce_bucket {
       return;
     }
     record(values_);
+    if (group_ == MPI_COMM_NULL) return;  // planned: counted only
     void* data = spans_.front().data;
     if (spans_.size() > 1 || !data) data = pack(spans_);
     site_.count = values_;
@@ -142,7 +146,8 @@ class allreduce_bucket {
   static constexpr std::size_t own_call_bytes = std::size_t{1} << 20;
 
   void record(std::size_t values) {
-    const auto p = static_cast<std::uint64_t>(group_.size());
+    const auto scope = counters_->operation([] { return std::string("gradient buckets"); });
+    const auto p = static_cast<std::uint64_t>(p_);
     counters_->record(collective::allreduce, mask_, values,
                       2 * (p - 1) * static_cast<std::uint64_t>(values * value_size_) / p);
   }
@@ -173,6 +178,7 @@ class allreduce_bucket {
     for (const auto& s : spans_) {
       if (s.data && s.count * value_size_ >= own_call_bytes) {
         record(s.count);
+        if (group_ == MPI_COMM_NULL) continue;  // planned: counted only
         site_.count = s.count;
         allreduce_in_place(group_, s.data, s.count, type_, value_size_, MPI_SUM, site_);
       } else {
@@ -183,6 +189,7 @@ class allreduce_bucket {
     std::size_t count = 0;
     for (const auto& s : small) count += s.count;
     record(count);
+    if (group_ == MPI_COMM_NULL) return;
     void* data = pack(small);
     site_.count = count;
     allreduce_in_place(group_, data, count, type_, value_size_, MPI_SUM, site_);
@@ -206,7 +213,8 @@ class allreduce_bucket {
     flat_spans_.clear();
   }
 
-  boost::mpi::communicator group_;
+  MPI_Comm group_;  // the mesh keeps the communicator
+  std::size_t p_;
   MPI_Datatype type_;
   std::size_t value_size_;
   counters* counters_;
@@ -241,13 +249,14 @@ class bucket_queue {
     // A bucket stays within one MPI call's count where it can; a gradient larger than that
     // alone is summed in pieces, with the blocking allreduce (allreduce_bucket::start)
     const std::size_t most = mpi_count_limit;
-    // the mesh keeps one communicator per set of mesh dims: the same group, the same handle
-    const boost::mpi::communicator& group = m.communicator(mask);
+    // the mesh keeps one communicator per set of mesh dims: the same group, the same handle (a
+    // planned mesh has none: its buckets are told apart by their mesh dims)
+    const MPI_Comm group = m.planning() ? MPI_COMM_NULL : MPI_Comm(m.communicator(mask));
     const MPI_Datatype type = boost::mpi::get_mpi_datatype<T>();
     std::shared_ptr<allreduce_bucket> b;
     for (const auto& o : open_) {
       // (a bucket waited for early, by its owner, has started: it takes no more)
-      if (!o->started() && o->group() == MPI_Comm(group) && o->type() == type) {
+      if (!o->started() && o->group() == group && o->mask() == mask && o->type() == type) {
         b = o;
         break;
       }
@@ -258,7 +267,7 @@ class bucket_queue {
     }
     if (!b) {
       b = std::make_shared<allreduce_bucket>(
-          group, type, sizeof(T), m.counters(),
+          group, static_cast<std::size_t>(m.group_size(mask)), type, sizeof(T), m.counters(),
           call_site{"allreduce (gradient bucket)", mask, mesh_names<Mesh>, type_name<T>(), 0});
       open_.push_back(b);
     }

@@ -179,16 +179,16 @@ class alltoall_exchange {
 }  // namespace detail
 
 namespace detail {
-// allreduce_over(m, comm, mask, data, op): the allreduce of the group comm of the mesh dims in
-// the bit set mask, counted; what allreduce<over<...>, Op> and allreduce_sum run
+// allreduce_over(m, mask, data, op): the allreduce of this rank's group over the mesh dims in
+// the bit set mask, counted (on a planned mesh: counted only); what allreduce<over<...>, Op> and
+// allreduce_sum run
 template <class Mesh, class T>
-void allreduce_over(const Mesh& m, const boost::mpi::communicator& comm, unsigned mask,
-                    std::span<T> data, MPI_Op op) {
-  const std::size_t p = static_cast<std::size_t>(comm.size());
+void allreduce_over(const Mesh& m, unsigned mask, std::span<T> data, MPI_Op op) {
+  const std::size_t p = static_cast<std::size_t>(m.group_size(mask));
   m.counters().record(collective::allreduce, mask, data.size(),
                       2 * (p - 1) * bytes<T>(data.size()) / p);
-  if (p == 1 || data.empty()) return;
-  allreduce_in_place(MPI_Comm(comm), data.data(), data.size(), op,
+  if (p == 1 || data.empty() || m.planning()) return;
+  allreduce_in_place(MPI_Comm(m.communicator(mask)), data.data(), data.size(), op,
                      call_site{"allreduce", mask, mesh_names<Mesh>, type_name<T>(), data.size()});
 }
 }  // namespace detail
@@ -202,7 +202,7 @@ struct allreduce<over<Ms...>, Op> {
   static void run(const Mesh& m, std::span<T> data) {
     if constexpr (sizeof...(Ms) == 0) return;  // over no mesh dims: nothing to combine
     using g = detail::group_of<Mesh, Ms...>;
-    detail::allreduce_over(m, g::comm(m), g::mask, data, Op::mpi());
+    detail::allreduce_over(m, g::mask, data, Op::mpi());
   }
 };
 
@@ -211,7 +211,7 @@ namespace detail {
 // in the bit set mask, known at run time (a gradient's pending partial sums); none: nothing
 template <class Mesh, class T>
 void allreduce_sum(const Mesh& m, unsigned mask, std::span<T> data) {
-  if (mask != 0) allreduce_over(m, m.communicator(mask), mask, data, MPI_SUM);
+  if (mask != 0) allreduce_over(m, mask, data, MPI_SUM);
 }
 }  // namespace detail
 
@@ -223,8 +223,7 @@ struct allgather<over<Ms...>> {
   template <class Mesh, class T>
   static void run(const Mesh& m, std::span<const T> in, std::span<T> out) {
     using g = detail::group_of<Mesh, Ms...>;
-    const auto& comm = g::comm(m);
-    const std::size_t p = static_cast<std::size_t>(comm.size());
+    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
     if (out.size() != in.size() * p) {
       throw error("meshpp::allgather: the output holds " + std::to_string(out.size()) +
                   " values; the group of " + std::to_string(p) + " needs " +
@@ -232,6 +231,8 @@ struct allgather<over<Ms...>> {
     }
     m.counters().record(collective::allgather, g::mask, in.size(),
                         (p - 1) * detail::bytes<T>(in.size()));
+    if (m.planning()) return;
+    const auto& comm = g::comm(m);
     if (p == 1) {
       std::copy(in.begin(), in.end(), out.begin());
       return;
@@ -265,8 +266,7 @@ struct alltoall<over<Ms...>> {
   template <class Mesh, class T>
   static void run(const Mesh& m, std::span<const T> in, std::span<T> out) {
     using g = detail::group_of<Mesh, Ms...>;
-    const auto& comm = g::comm(m);
-    const std::size_t p = static_cast<std::size_t>(comm.size());
+    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
     if (out.size() != in.size() || in.size() % p != 0) {
       throw error(
           "meshpp::alltoall: input and output must hold the same number of values, a "
@@ -275,6 +275,8 @@ struct alltoall<over<Ms...>> {
     }
     m.counters().record(collective::alltoall, g::mask, in.size(),
                         (p - 1) * detail::bytes<T>(in.size()) / p);
+    if (m.planning()) return;
+    const auto& comm = g::comm(m);
     if (p == 1) {
       std::copy(in.begin(), in.end(), out.begin());
       return;
@@ -306,14 +308,15 @@ struct alltoall<over<Ms...>> {
   template <class T, class Mesh, class Move>
   static void run_in_pieces(const Mesh& m, std::size_t values, Move&& move) {
     using g = detail::group_of<Mesh, Ms...>;
-    const auto& comm = g::comm(m);
-    const std::size_t p = static_cast<std::size_t>(comm.size());
+    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
     if (values % p != 0) {
       throw error("meshpp::alltoall: " + std::to_string(values) +
                   " values do not split into blocks for the group size " + std::to_string(p));
     }
     m.counters().record(collective::alltoall, g::mask, values,
                         (p - 1) * detail::bytes<T>(values) / p);
+    if (m.planning()) return;
+    const auto& comm = g::comm(m);
     detail::before_collective(MPI_Comm(comm), g::template site<T>("alltoall", values));
     // the offsets index buffers of at most `values` values: the local slices, or staging
     detail::alltoall_exchange<T> exchange(comm, values);
@@ -329,8 +332,7 @@ struct reduce_scatter<over<Ms...>, Op> {
   template <class Mesh, class T>
   static void run(const Mesh& m, std::span<const T> in, std::span<T> out) {
     using g = detail::group_of<Mesh, Ms...>;
-    const auto& comm = g::comm(m);
-    const std::size_t p = static_cast<std::size_t>(comm.size());
+    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
     if (in.size() != out.size() * p) {
       throw error("meshpp::reduce_scatter: the input holds " + std::to_string(in.size()) +
                   " values; " + std::to_string(p) + " blocks of " + std::to_string(out.size()) +
@@ -338,6 +340,8 @@ struct reduce_scatter<over<Ms...>, Op> {
     }
     m.counters().record(collective::reduce_scatter, g::mask, in.size(),
                         (p - 1) * detail::bytes<T>(in.size()) / p);
+    if (m.planning()) return;
+    const auto& comm = g::comm(m);
     if (p == 1) {
       std::copy(in.begin(), in.end(), out.begin());
       return;
@@ -378,15 +382,15 @@ struct broadcast<over<Ms...>> {
   template <class Mesh, class T>
   static void run(const Mesh& m, std::span<T> data, int root) {
     using g = detail::group_of<Mesh, Ms...>;
-    const auto& comm = g::comm(m);
-    if (root < 0 || root >= comm.size()) {
+    const int p = m.group_size(g::mask);
+    if (root < 0 || root >= p) {
       throw error("meshpp::broadcast: root " + std::to_string(root) + " is not a member of the " +
-                  "group of " + std::to_string(comm.size()));
+                  "group of " + std::to_string(p));
     }
     m.counters().record(collective::broadcast, g::mask, data.size(),
-                        comm.rank() == root && comm.size() > 1 ? detail::bytes<T>(data.size()) : 0);
-    if (comm.size() == 1) return;
-    detail::broadcast_in_place(MPI_Comm(comm), data.data(), data.size(), root,
+                        m.group_rank(g::mask) == root && p > 1 ? detail::bytes<T>(data.size()) : 0);
+    if (p == 1 || m.planning()) return;
+    detail::broadcast_in_place(MPI_Comm(g::comm(m)), data.data(), data.size(), root,
                                g::template site<T>("broadcast", data.size()));
   }
 };

@@ -78,7 +78,7 @@ template <class... Ms>
 struct ring_group {
   template <class Mesh>
   static std::size_t members(const Mesh& m) {
-    return static_cast<std::size_t>(group_of<Mesh, Ms...>::comm(m).size());
+    return static_cast<std::size_t>(m.group_size(group_of<Mesh, Ms...>::mask));
   }
 };
 }  // namespace detail
@@ -92,10 +92,11 @@ struct reduce_scatter_ring<over<Ms...>> : detail::ring_group<Ms...> {
   template <class T, class Mesh, class Make>
   static void run(const Mesh& m, std::span<T> out, Make&& make) {
     using g = detail::group_of<Mesh, Ms...>;
-    const auto& comm = g::comm(m);
-    const std::size_t p = static_cast<std::size_t>(comm.size());
+    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
     m.counters().record(collective::reduce_scatter, g::mask, p * out.size(),
                         (p - 1) * detail::bytes<T>(out.size()));
+    if (m.planning()) return;  // neither the blocks nor their sums are made
+    const auto& comm = g::comm(m);
     if (p > 1)
       detail::before_collective(MPI_Comm(comm),
                                 g::template site<T>("reduce_scatter", p * out.size()));
@@ -113,8 +114,7 @@ struct allreduce_ring<over<Ms...>> : detail::ring_group<Ms...> {
   template <class T, class Mesh, class Make>
   static void run(const Mesh& m, std::span<T> out, Make&& make) {
     using g = detail::group_of<Mesh, Ms...>;
-    const auto& comm = g::comm(m);
-    const std::size_t p = static_cast<std::size_t>(comm.size());
+    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
     const std::size_t block = out.size() / p;
     if (block * p != out.size()) {
       throw error("meshpp::allreduce_ring: " + std::to_string(out.size()) +
@@ -122,6 +122,8 @@ struct allreduce_ring<over<Ms...>> : detail::ring_group<Ms...> {
     }
     m.counters().record(collective::allreduce, g::mask, out.size(),
                         2 * (p - 1) * detail::bytes<T>(out.size()) / p);
+    if (m.planning()) return;
+    const auto& comm = g::comm(m);
     const auto site = g::template site<T>("allreduce", out.size());
     if (p > 1) detail::before_collective(MPI_Comm(comm), site);
     const std::size_t me = static_cast<std::size_t>(comm.rank());

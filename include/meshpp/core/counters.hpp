@@ -13,8 +13,17 @@
 // A collective over mesh dims of size 1 is counted (its values are part of the op's
 // semantics, as in the paper's table) but sends nothing and makes no MPI call; an allreduce
 // over no mesh dims at all is not a collective and is not counted.
+//
+// By operation (off by default; always on for a planned mesh, core/mesh.hpp):
+//   mesh.counters().by_operation(true);
+//   ... mesh.counters().operations()   // the same counts per operation, in first-run order
+// Each meshpp operation that communicates, computes or makes a tensor opens a scope with its
+// name and dims ("einsum [batch, hidden] x [hidden, classes] -> [batch, classes]"); counts go to
+// the innermost scope open, under the phase (forward, backward, optimizer) that is open. An
+// operation run again adds to its row: rows are per distinct operation, not per call.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -50,10 +59,76 @@ struct collective_count {
   std::uint64_t bytes_sent = 0;
 };
 
+inline bool operator==(const collective_count& a, const collective_count& b) {
+  return a.calls == b.calls && a.values == b.values && a.bytes_sent == b.bytes_sent;
+}
+
+/// @brief What one operation (in one phase) communicated and computed, over all its runs.
+struct operation_count {
+  std::string phase;  // "forward", "backward", "optimizer", or a name given to phase()
+  std::string name;   // the operation and its dims
+  std::uint64_t runs = 0;
+  struct entry {
+    collective kind;
+    unsigned mask;  // the mesh dims, as a bit set
+    collective_count count;
+    friend bool operator==(const entry&, const entry&) = default;
+  };
+  std::vector<entry> collectives;  // in first-use order
+  std::uint64_t flops = 0;         // einsum flops on this rank
+  std::uint64_t bytes_made = 0;    // bytes of the tensor slices it made on this rank
+  friend bool operator==(const operation_count&, const operation_count&) = default;
+};
+
 /// @brief The counters of one mesh. Recording is an array increment: no allocation, no lock
-/// (a mesh is used by one thread per rank, as MPI communicators are).
+/// (a mesh is used by one thread per rank, as MPI communicators are); with by_operation on, a
+/// search of a short list as well.
 class counters {
  public:
+  /// @brief An open operation (or phase) scope: counts go to it until it closes.
+  class scope {
+   public:
+    scope(const scope&) = delete;
+    scope& operator=(const scope&) = delete;
+    ~scope() {
+      if (c_) (phase_ ? c_->phase_ : c_->operation_) = std::move(previous_);
+    }
+
+   private:
+    friend class counters;
+    scope(counters* c, bool phase, std::string name) : c_(c), phase_(phase) {
+      if (!c_) return;
+      std::string& now = phase ? c_->phase_ : c_->operation_;
+      previous_ = std::move(now);
+      now = std::move(name);
+      if (!phase) ++c_->current().runs;
+    }
+    counters* c_;
+    bool phase_;
+    std::string previous_;
+  };
+
+  // by_operation(on): count per operation too (from now on); by_operation(): whether it does
+  void by_operation(bool on) { by_operation_ = on; }
+  bool by_operation() const { return by_operation_; }
+
+  // operation(name): a scope for one run of an operation; `name` is called only when counting
+  // by operation (so naming costs nothing otherwise)
+  template <class Name>
+  [[nodiscard]] scope operation(Name&& name) {
+    return scope(by_operation_ ? this : nullptr, false, by_operation_ ? std::string(name()) : "");
+  }
+  // phase(name): a scope for a phase of a step ("backward", "optimizer")
+  [[nodiscard]] scope phase(std::string name) {
+    return scope(by_operation_ ? this : nullptr, true, std::move(name));
+  }
+  // made(bytes): an operation made a tensor slice of this many bytes
+  void made(std::uint64_t bytes) {
+    if (by_operation_) current().bytes_made += bytes;
+  }
+  // operations(): the counts per operation, in the order the operations first ran
+  const std::vector<operation_count>& operations() const { return operations_; }
+
   /// @param mesh_dim_names the mesh dims in mesh order (bit i of a mask is dim i)
   explicit counters(std::vector<std::string> mesh_dim_names)
       : mesh_dim_names_(std::move(mesh_dim_names)) {
@@ -65,10 +140,20 @@ class counters {
     ++k.calls;
     k.values += values;
     k.bytes_sent += bytes_sent;
+    if (by_operation_) {
+      auto& list = current().collectives;
+      auto it = std::find_if(list.begin(), list.end(),
+                             [&](const auto& e) { return e.kind == c && e.mask == mask; });
+      if (it == list.end()) it = list.insert(list.end(), {c, mask, {}});
+      ++it->count.calls;
+      it->count.values += values;
+      it->count.bytes_sent += bytes_sent;
+    }
   }
   void record_einsum(std::uint64_t flops) {
     ++einsum_calls_;
     einsum_flops_ += flops;
+    if (by_operation_) current().flops += flops;
   }
 
   // at(c, mask): the count of collective c over the mesh dims in the bit set mask
@@ -93,6 +178,18 @@ class counters {
     for (auto& per_mask : by_kind_) per_mask.assign(per_mask.size(), {});
     einsum_calls_ = 0;
     einsum_flops_ = 0;
+    operations_.clear();
+  }
+
+  // mesh_dims_text(mask): "rows,cols" for the mesh dims in the bit set mask; "(none)" for none
+  std::string mesh_dims_text(unsigned mask) const {
+    std::string over;
+    for (std::size_t i = 0; i < mesh_dim_names_.size(); ++i) {
+      if (!(mask & (1u << i))) continue;
+      if (!over.empty()) over += ',';
+      over += mesh_dim_names_[i];  // not `"," + std::string(..)`: a g++ 12 -Wrestrict warning
+    }
+    return over.empty() ? "(none)" : over;
   }
 
   /// A table of every non-zero counter: collective, mesh dims, calls, values, bytes sent.
@@ -103,16 +200,9 @@ class counters {
       for (unsigned mask = 0; mask < by_kind_[c].size(); ++mask) {
         const auto& k = by_kind_[c][mask];
         if (k.calls == 0) continue;
-        std::string over;
-        for (std::size_t i = 0; i < mesh_dim_names_.size(); ++i) {
-          if (!(mask & (1u << i))) continue;
-          if (!over.empty()) over += ',';
-          over += mesh_dim_names_[i];  // not `"," + std::string(..)`: a g++ 12 -Wrestrict warning
-        }
         std::snprintf(line, sizeof line, "%-16s %-16s %8llu %13llu %13llu\n",
                       std::string(collective_name(static_cast<collective>(c))).c_str(),
-                      over.empty() ? "(none)" : over.c_str(),
-                      static_cast<unsigned long long>(k.calls),
+                      mesh_dims_text(mask).c_str(), static_cast<unsigned long long>(k.calls),
                       static_cast<unsigned long long>(k.values),
                       static_cast<unsigned long long>(k.bytes_sent));
         out += line;
@@ -125,7 +215,30 @@ class counters {
   }
 
  private:
+  operation_count& current() {
+    const std::string& name = operation_.empty() ? unnamed : operation_;
+    const std::string& phase = phase_.empty() ? forward : phase_;
+    if (last_ < operations_.size() && operations_[last_].name == name &&
+        operations_[last_].phase == phase)
+      return operations_[last_];
+    for (last_ = 0; last_ < operations_.size(); ++last_) {
+      if (operations_[last_].name == name && operations_[last_].phase == phase)
+        return operations_[last_];
+    }
+    operation_count made_now;
+    made_now.phase = phase;
+    made_now.name = name;
+    operations_.push_back(std::move(made_now));
+    return operations_.back();
+  }
+  inline static const std::string unnamed = "(expressions, makers, copies)";
+  inline static const std::string forward = "forward";
+
   std::vector<std::string> mesh_dim_names_;
+  bool by_operation_ = false;
+  std::string operation_, phase_;
+  std::vector<operation_count> operations_;
+  std::size_t last_ = 0;
   std::array<std::vector<collective_count>, collective_kinds> by_kind_;
   std::uint64_t einsum_calls_ = 0;
   std::uint64_t einsum_flops_ = 0;

@@ -103,6 +103,7 @@ void agree_on_making(const typename Tensor::mesh_type& m, const char* who,
     mine.push_back(~a.bits);
   }
   most = mine;
+  if (m.planning()) return;  // one rank, no one to disagree with
   detail::allreduce_values(MPI_Comm(m.world()), most.data(), most.size(), MPI_MAX, who);
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (most[2 * i] == ~most[2 * i + 1]) continue;

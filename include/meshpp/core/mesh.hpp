@@ -134,8 +134,22 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
                 const boost::mpi::communicator& comm = boost::mpi::communicator())
       : mesh(to_int_sizes(sizes), comm) {}
 
-  int rank() const { return state_->world.rank(); }
-  int size() const { return state_->world.size(); }
+  /// A planned mesh: the sizes and one rank's place on them, without communicators. The
+  /// operations of a program run on it record what they would communicate and compute in the
+  /// counters, and run no MPI call and no arithmetic (plan/plan.hpp makes plans with it).
+  /// No communication: any process can plan for any mesh, one rank at a time. Throws
+  /// meshpp::error unless every size is at least 1 and `as_rank` is a rank of the mesh.
+  static mesh planned(const coordinates_type& sizes, int as_rank = 0) {
+    return mesh(planned_tag{}, std::make_shared<state>(sizes, as_rank));
+  }
+  static mesh planned(const extents<MeshDims...>& sizes, int as_rank = 0) {
+    return planned(to_int_sizes(sizes), as_rank);
+  }
+  // planning(): this is a planned mesh; operations record and do not run
+  bool planning() const { return state_->planned; }
+
+  int rank() const { return state_->rank; }
+  int size() const { return state_->size; }
   const coordinates_type& sizes() const { return state_->sizes; }
   const coordinates_type& coordinates() const { return state_->coordinates; }
 
@@ -154,19 +168,37 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
   // core/detail/row_major.hpp)
   coordinates_type coordinates_of(int r) const { return detail::coordinates_at(r, sizes()); }
 
-  /// The communicator of all ranks of the mesh.
-  const boost::mpi::communicator& world() const { return state_->world; }
+  /// The communicator of all ranks of the mesh (none on a planned mesh: an error).
+  const boost::mpi::communicator& world() const {
+    if (state_->planned) no_communicators();
+    return state_->world;
+  }
 
   /// communicator<Ms...>(): the ranks that differ from this one only in mesh dims Ms,
   /// ranked in row-major order of their coordinates along Ms, so data gathered over it comes
   /// back in mesh-coordinate order. communicator<>() holds this rank alone.
   template <class... Ms>
   const boost::mpi::communicator& communicator() const {
-    return state_->groups[mask_v<Ms...>];
+    return communicator(mask_v<Ms...>);
   }
   /// The same, with the mesh dims given as a bit set (bit i is axis i).
   const boost::mpi::communicator& communicator(unsigned mask) const {
+    if (state_->planned) no_communicators();
     return state_->groups.at(mask);
+  }
+
+  // group_size(mask): the number of ranks in this rank's group over the mesh dims in the bit
+  // set mask (what communicator(mask).size() is, known on a planned mesh too)
+  int group_size(unsigned mask) const {
+    int p = 1;
+    for (std::size_t i = 0; i < ndims; ++i) {
+      if (mask & (1u << i)) p *= state_->sizes[i];
+    }
+    return p;
+  }
+  // group_rank(mask): this rank's place in that group (communicator(mask).rank())
+  int group_rank(unsigned mask) const {
+    return detail::linear_index(state_->coordinates, state_->sizes, mask);
   }
 
   /// leads(mask): this rank is the first of its group over the mesh dims in mask (coordinate 0
@@ -198,6 +230,21 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
   friend bool operator==(const mesh& a, const mesh& b) { return a.state_ == b.state_; }
 
  private:
+  struct state;
+  struct planned_tag {};
+  mesh(planned_tag, std::shared_ptr<const state> s)
+      : state_(std::move(s)),
+        counters_(std::make_shared<meshpp::counters>(
+            std::vector<std::string>{std::string(MeshDims::name())...})) {
+    counters_->by_operation(true);  // a plan is read by operation
+  }
+
+  [[noreturn]] static void no_communicators() {
+    throw error(
+        "meshpp::mesh: a planned mesh (mesh::planned) has no communicators: this operation "
+        "cannot be planned (it communicates outside meshpp's counted collectives)");
+  }
+
   static coordinates_type to_int_sizes(const extents<MeshDims...>& e) {
     return {static_cast<int>(e.template get<MeshDims>())...};
   }
@@ -207,8 +254,35 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
     coordinates_type sizes;
     coordinates_type coordinates;
     std::vector<boost::mpi::communicator> groups;  // indexed by mesh-dim bit set
+    int rank = 0, size = 1;
+    bool planned = false;
+
+    // a planned mesh's: sizes and coordinates only (world is unused: a default communicator
+    // handle, which is MPI_COMM_WORLD attached, and needs no MPI call)
+    state(const coordinates_type& s, int as_rank) : sizes(s), planned(true) {
+      const std::string shape_text = describe(s);
+      long long product = 1;
+      for (std::size_t i = 0; i < ndims; ++i) {
+        if (s[i] < 1) {
+          throw error("meshpp::mesh::planned: mesh shape " + shape_text +
+                      " has a mesh dim of size " + std::to_string(s[i]) +
+                      "; every mesh dim needs at least 1 rank");
+        }
+        product *= s[i];
+      }
+      if (as_rank < 0 || as_rank >= product) {
+        throw error("meshpp::mesh::planned: rank " + std::to_string(as_rank) +
+                    " is not a rank of mesh " + shape_text + " (0 to " +
+                    std::to_string(product - 1) + ")");
+      }
+      rank = as_rank;
+      size = static_cast<int>(product);
+      coordinates = detail::coordinates_at(as_rank, s);
+    }
 
     state(const coordinates_type& s, const boost::mpi::communicator& comm) : world(comm), sizes(s) {
+      rank = world.rank();
+      size = world.size();
       const long long product = std::accumulate(s.begin(), s.end(), 1LL, std::multiplies<>());
       const std::string shape_text = describe(s);
       // The shape must be the same on every rank: agreed first (one allreduce of 2 ndims

@@ -115,7 +115,9 @@ class tensor {
   /// dim's size.
   template <class... E>
   tensor(const Mesh& m, const extents<E...>& sizes) : tensor(m, sizes, uninitialized) {
-    local_.fill(T{});  // xtensor's shape-only constructor leaves the elements uninitialized
+    // xtensor's shape-only constructor leaves the elements uninitialized (a planned mesh's
+    // tensors stay so: a plan reads no values)
+    if (!m.planning()) local_.fill(T{});
   }
 
   /// Tag for a tensor whose slice is left uninitialized, for outputs that are about to be
@@ -126,6 +128,7 @@ class tensor {
   tensor(const Mesh& m, const extents<E...>& sizes, uninitialized_t)
       : mesh_(m), global_(global_sizes(sizes)), offsets_{}, local_(check_and_local_shape()) {
     offsets_ = compute_offsets();
+    mesh_.counters().made(local_.size() * sizeof(T));
   }
 
   /// Evaluates a named expression (see expr/) into a new tensor, in one fused pass. The

@@ -161,6 +161,7 @@ void assign_expression(Dest& dest, const E& expression) {
                     " to a tensor where it has size " + std::to_string(dest.template extent<d>()));
       }
     });
+    if (dest.mesh().planning()) return;  // a plan computes nothing
     const frame<S> fr{dest.local_shape(), dest.local_offsets()};
     detail::evaluate_into(e, fr, dest.local().data());
   }

@@ -113,6 +113,9 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
   using Mesh = typename XA::mesh_type;
   const Mesh& mesh = *a.mesh_ptr();
   check_operands<typename plan::shared>("meshpp::einsum", "the inputs", a, b);
+  const auto scope = mesh.counters().operation([] {
+    return "einsum " + to_string(SA{}) + " x " + to_string(SB{}) + " -> " + to_string(Out{});
+  });
 
   using result_t = tensor<T, Out, typename plan::out_layout, Mesh>;
   using L = typename plan::full_layout;
@@ -175,7 +178,7 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
     }
     const std::size_t lda = ga.transposed ? m : k;
     const std::size_t ldb = gb.transposed ? k : n;
-    for (std::size_t i = 0; i < nb; ++i) {
+    for (std::size_t i = 0; i < (mesh.planning() ? 0 : nb); ++i) {  // (a plan: no products)
       const T* ai = ga.data + i * m * k;
       const T* bi = gb.data + i * k * n;
       T* ci = c + i * m * n;
@@ -186,7 +189,8 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
       }
     }
     if constexpr (!out_is_c && !out_is_ct) {
-      copy_permuted<typename plan::c_order, Out>(c, fr_c.extent, out.local().data());
+      if (!mesh.planning())
+        copy_permuted<typename plan::c_order, Out>(c, fr_c.extent, out.local().data());
     }
     mesh.counters().record_einsum(2ull * nb * m * n * k);
 

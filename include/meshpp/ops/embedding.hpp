@@ -98,6 +98,9 @@ auto take_impl(const Table& table, const Ids& ids) {
   using TS = typename plan::table_shape;
   using IS = typename plan::ids_shape;
   using Out = typename plan::out;
+  const auto scope = ids.mesh().counters().operation([] {
+    return "take " + to_string(TS{}) + " at " + to_string(IS{}) + " -> " + to_string(Out{});
+  });
   using T = typename Table::value_type;
   using Mesh = typename Table::mesh_type;
   const Mesh& mesh = table.mesh();
@@ -130,6 +133,8 @@ auto one_hot_impl(const Ids& ids, std::size_t size) {
   using IS = typename plan::ids_shape;
   using Out = typename plan::out;
   using Mesh = typename Ids::mesh_type;
+  const auto scope = ids.mesh().counters().operation(
+      [] { return "one_hot " + to_string(IS{}) + " -> " + to_string(Out{}); });
   check_ids<Dim>("meshpp::one_hot<" + std::string(Dim::name()) + ">(ids, sizes)", ids, size);
 
   using result_t = tensor<T, Out, typename plan::out_layout, Mesh>;

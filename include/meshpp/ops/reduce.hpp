@@ -159,6 +159,8 @@ auto reduce(const E& e) {
   using S = typename E::shape_type;
   using Out = typename reduce_output<S, Ts...>::type;
   using reduced = typename reduce_output<S, Ts...>::reduced;
+  const auto scope = e.mesh_ptr()->counters().operation(
+      [] { return "reduce " + to_string(S{}) + " -> " + to_string(Out{}); });
   auto out = reduce_local<Op, Out>(e);
   using mesh_dims = split_mesh_dims_t<typename E::layout_type, reduced>;
   allreduce<over_t<mesh_dims>, Op>::run(*e.mesh_ptr(),

@@ -326,6 +326,10 @@ auto relayout(const Tensor& t) {
   if constexpr (std::is_same_v<to_layout, typename Tensor::layout_type>) {
     return result_t(t);
   } else {
+    const auto scope = t.mesh().counters().operation([] {
+      return "relayout " + to_string(S{}) + " " + to_string(typename Tensor::layout_type{}) +
+             " -> " + to_string(to_layout{});
+    });
     constexpr auto plan =
         detail::plan_relayout(detail::assignment<S, typename Tensor::layout_type, axes>(),
                               detail::assignment<S, to_layout, axes>());

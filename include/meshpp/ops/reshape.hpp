@@ -200,6 +200,9 @@ std::string split_problem(const Mesh& m, const std::array<std::size_t, N>& sizes
 // Plan::after, relayout to the mesh's rules
 template <class Plan, class To, class Tensor, class Sizes>
 auto reshape_through(const Tensor& t, const Sizes& new_extents) {
+  const auto scope = t.mesh().counters().operation([] {
+    return "reshape " + to_string(typename Tensor::shape_type{}) + " -> " + to_string(To{});
+  });
   using middle_t =
       tensor<typename Tensor::value_type, To, typename Plan::after, typename Tensor::mesh_type>;
   middle_t middle(t.mesh(), new_extents, middle_t::uninitialized);

@@ -78,7 +78,7 @@ requires is_tensor_v<Tensor> Tensor scatter(const typename Tensor::mesh_type& m,
                 to_string(t.sizes());
     }
   }
-  agree_or_throw(m.world(), problem);
+  agree_or_throw(m, problem);
   const xt::xtensor<T, n> whole = global;  // evaluates expressions; contiguous row-major
   detail::copy_box(whole.data(), t.global_shape(), t.local_offsets(), t.local().data(),
                    t.local_shape(), {}, t.local_shape());
@@ -105,17 +105,18 @@ requires is_tensor_v<Tensor> xt::xtensor<typename Tensor::value_type, Tensor::ra
   } else {
     const auto& m = t.mesh();
     xt::xtensor<T, Tensor::rank> whole(t.global_shape());
-    const auto& group = m.communicator(Tensor::split_mask());
+    const int members = m.group_size(Tensor::split_mask());
     const std::size_t count = t.local().size();
     // xt::uvector, not std::vector: std::vector<bool> has no data() (bool tensors come from
     // comparisons)
-    xt::uvector<T> blocks(count * static_cast<std::size_t>(group.size()));
+    xt::uvector<T> blocks(count * static_cast<std::size_t>(members));
     allgather<over_t<split_dims>>::run(m, std::span<const T>(t.local().data(), count),
                                        std::span<T>(blocks.data(), blocks.size()));
     // Member j of the group sits at this rank's coordinates with those along the split mesh
     // dims replaced by j's row-major digits.
     constexpr unsigned mask = Tensor::split_mask();
-    for (int j = 0; j < group.size(); ++j) {
+    if (m.planning()) return whole;  // counted; nothing to copy
+    for (int j = 0; j < members; ++j) {
       auto coords = m.coordinates();
       detail::set_coordinates(j, m.sizes(), coords, mask);
       detail::copy_box(blocks.data() + static_cast<std::size_t>(j) * count, t.local_shape(), {},
@@ -163,6 +164,7 @@ requires is_tensor_v<Tensor> xt::xtensor<typename Tensor::value_type, Tensor::ra
   const std::size_t mine = contributes(m.rank()) ? count : 0;
   m.counters().record(collective::gather, (1u << Tensor::mesh_type::ndims) - 1, mine,
                       m.rank() == root ? 0 : mine * sizeof(T));
+  if (m.planning()) return xt::xtensor<T, Tensor::rank>{};  // counted only
   const detail::call_site site{"gather", (1u << Tensor::mesh_type::ndims) - 1,
                                detail::mesh_names<typename Tensor::mesh_type>,
                                detail::type_name<T>(), count};

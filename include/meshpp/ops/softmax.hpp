@@ -178,6 +178,10 @@ requires is_expression_v<E>
 auto logsumexp(const E& e) {
   MESHPP_SOFTMAX_CHECK(logsumexp);
   if constexpr (contains_v<typename E::shape_type, Dim>) {
+    const auto scope = detail::as_expression(e).mesh_ptr()->counters().operation([] {
+      return "logsumexp over " + std::string(Dim::name()) + " of " +
+             to_string(typename E::shape_type{});
+    });
     const auto& x = detail::materialized(e);
     const auto shift = eval(make_function(detail::finite_or_zero{}, reduce_max<Dim>(x)));
     auto out = reduce_sum<Dim>(exp(x - shift));
@@ -192,6 +196,10 @@ requires is_expression_v<E>
 auto softmax(const E& e) {
   MESHPP_SOFTMAX_CHECK(softmax);
   if constexpr (contains_v<typename E::shape_type, Dim>) {
+    const auto scope = detail::as_expression(e).mesh_ptr()->counters().operation([] {
+      return "softmax over " + std::string(Dim::name()) + " of " +
+             to_string(typename E::shape_type{});
+    });
     auto y = eval(e);  // the result's storage: softmax is computed in it
     using Y = decltype(y);
     if constexpr (detail::rowwise_softmax_v<Dim, Y>) {
@@ -226,6 +234,10 @@ requires is_expression_v<E>
 auto log_softmax(const E& e) {
   MESHPP_SOFTMAX_CHECK(log_softmax);
   if constexpr (contains_v<typename E::shape_type, Dim>) {
+    const auto scope = detail::as_expression(e).mesh_ptr()->counters().operation([] {
+      return "log_softmax over " + std::string(Dim::name()) + " of " +
+             to_string(typename E::shape_type{});
+    });
     const auto& x = detail::materialized(e);
     return eval(x - logsumexp<Dim>(x));
   }

@@ -125,6 +125,8 @@ class slot_base {
   // update(): the optimizer's rule, from the gradient into the value and the state
   virtual void update() = 0;
   virtual void clear_grad() = 0;
+  // mesh_counters(): the counters of the variable's mesh (what step() counts its update in)
+  virtual counters& mesh_counters() const = 0;
   // visit_state(v): a checkpoint's walk over the state (core/state.hpp); by default an error
   // naming the variable, on every rank alike (a slot that does not say what its state is
   // cannot be saved)
@@ -165,6 +167,7 @@ class optimizer_slot : public detail::slot_base {
   // its bucket still sums it; update() waits for that bucket (through grad())
   bool has_grad() const override { return variable_.node()->grad.has_value(); }
   void clear_grad() override { variable_.zero_grad(); }
+  counters& mesh_counters() const override { return variable_.value().mesh().counters(); }
 
   // The gradient has the variable's type; sizes and mesh are what can still differ (a grad()
   // assigned by hand). Both are the same on every rank, so every rank throws alike.
@@ -215,6 +218,8 @@ class optimizer {
     ++steps_;
     for (const auto& s : slots_) {
       if (!s->has_grad()) continue;
+      const auto phase = s->mesh_counters().phase("optimizer");
+      const auto scope = s->mesh_counters().operation([&] { return "update " + s->name(); });
       s->update();
       s->clear_grad();
     }

@@ -45,4 +45,14 @@ inline void agree_or_throw(const boost::mpi::communicator& comm, const std::stri
   throw error("meshpp: rank " + std::to_string(first) + " found bad input: " + text);
 }
 
+// agree_or_throw(mesh, problem): the same over the mesh's ranks; on a planned mesh
+// (mesh::planned), where this process stands for one rank and there is no one to agree with,
+// a problem is this rank's error
+template <class Mesh>
+requires requires(const Mesh& m) { m.planning(); }
+void agree_or_throw(const Mesh& m, const std::string& problem) {
+  if (!m.planning()) return agree_or_throw(m.world(), problem);
+  if (!problem.empty()) throw error(problem);
+}
+
 }  // namespace meshpp

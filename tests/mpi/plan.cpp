@@ -1,0 +1,118 @@
+// Plans (plan/plan.hpp): a step planned on a planned mesh, with no communication and no
+// arithmetic, predicts per operation exactly what the counters of the real step record on the
+// same rank: the collectives (kind, mesh dims, calls, values, bytes sent), the einsum flops and
+// the bytes of the tensors each operation makes. The step is the README's MNIST network
+// (einsum, relu, einsum, softmax cross-entropy, mean), its backward pass with gradient buckets
+// and an Adam step, under every layout of one mesh type: batch over x, hidden over y, on every
+// mesh shape [x, y, rest] of the ranks (replicated, data, model, data+model, and rest > 1).
+#include <meshpp/meshpp.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "testing.hpp"
+
+namespace mp = meshpp;
+using meshpp_test::all_ranks;
+using meshpp_test::world;
+
+namespace {
+MESHPP_DIM(batch);
+MESHPP_DIM(rows);
+MESHPP_DIM(cols);
+MESHPP_DIM(hidden);
+MESHPP_DIM(classes);
+MESHPP_DIM(x);
+MESHPP_DIM(y);
+MESHPP_DIM(rest);
+
+using mesh_t =
+    mp::mesh<mp::axes<x, y, rest>, mp::layout<mp::split<batch, x>, mp::split<hidden, y>>>;
+
+// one training step of the README's network; everything it makes is made here, so a plan
+// counts the variables and the optimizer's slots too
+void mnist_step(const mesh_t& m, std::size_t bucket_bytes) {
+  const auto sizes = mp::extents{batch{} = 8, rows{} = 4, cols{} = 6, hidden{} = 12, classes{} = 5};
+  mp::variable w1(mp::random_uniform<float, rows, cols, hidden>(m, sizes, 1, -0.5f, 0.5f), "w1");
+  mp::variable w2(mp::random_uniform<float, hidden, classes>(m, sizes, 2, -0.5f, 0.5f), "w2");
+  mp::adam opt(mp::adam_options{.learning_rate = 1e-3}, w1, w2);
+  const auto images = mp::random_uniform<float, batch, rows, cols>(m, sizes, 3, 0.0f, 1.0f);
+  using labels_t = mp::tensor_of<std::int32_t, mp::shape<batch>, mesh_t>;
+  const auto labels = mp::generate<labels_t>(
+      m, sizes, [](const auto& i) { return static_cast<std::int32_t>(i[0] % 5); });
+  const auto h = mp::relu(mp::einsum<mp::shape<batch, hidden>>(images, w1));
+  const auto logits = mp::einsum<mp::shape<batch, classes>>(h, w2);
+  const auto loss = mp::reduce_mean(mp::softmax_cross_entropy<classes>(logits, labels));
+  mp::backward(loss, {.bucket_bytes = bucket_bytes});
+  opt.step();
+}
+
+std::string describe(const std::vector<mp::operation_count>& ops, const mp::counters& c) {
+  std::string out;
+  for (const auto& o : ops) {
+    out += o.phase + " | " + o.name + " | runs " + std::to_string(o.runs) + " flops " +
+           std::to_string(o.flops) + " made " + std::to_string(o.bytes_made) + "\n";
+    for (const auto& e : o.collectives) {
+      out += "    " + std::string(mp::collective_name(e.kind)) + " over " +
+             c.mesh_dims_text(e.mask) + ": " + std::to_string(e.count.calls) + " calls " +
+             std::to_string(e.count.values) + " values " + std::to_string(e.count.bytes_sent) +
+             " B\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("plan: every operation's collectives, flops and bytes equal the real step's counters") {
+  for (const auto& shape : meshpp_test::mesh_shapes<3>(world().size())) {
+    for (std::size_t bucket_bytes : {std::size_t{0}, std::size_t{4} << 20}) {
+      const mesh_t real(shape);
+      real.counters().by_operation(true);
+      mnist_step(real, bucket_bytes);
+      const auto p = mp::make_plan<mesh_t>(
+          shape, [&](const mesh_t& m) { mnist_step(m, bucket_bytes); }, world().rank());
+      const bool same = p.operations() == real.counters().operations();
+      INFO("mesh " << real.describe() << ", buckets of " << bucket_bytes << " bytes, rank "
+                   << world().rank() << "\nplanned:\n"
+                   << describe(p.operations(), real.counters()) << "measured:\n"
+                   << describe(real.counters().operations(), real.counters()));
+      CHECK(all_ranks(same));
+      // and the totals agree with the whole-mesh counters
+      for (std::size_t k = 0; k < mp::collective_kinds; ++k) {
+        const auto kind = static_cast<mp::collective>(k);
+        CHECK(all_ranks(p.total(kind) == real.counters().total(kind)));
+      }
+      CHECK(all_ranks(p.flops() == real.counters().einsum_flops()));
+      // the plan is not empty: the step's einsums were planned (forward 2, backward 4 at most)
+      CHECK(p.flops() > 0);
+      CHECK(p.report().find("einsum [batch, rows, cols] x [rows, cols, hidden]") !=
+            std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("plan: a planned mesh makes no MPI call, and names what cannot be planned") {
+  // 64 ranks planned from whatever this run has: no communicator of that size exists
+  const auto p = mp::make_plan<mesh_t>(
+      {4, 4, 4}, [](const mesh_t& m) { mnist_step(m, 0); }, 63);
+  CHECK(p.rank() == 63);
+  CHECK(p.total(mp::collective::allreduce).calls > 0);
+  const auto planned = mesh_t::planned({4, 4, 4}, 5);
+  CHECK(planned.planning());
+  CHECK(planned.size() == 64);
+  CHECK(planned.coordinates() == mesh_t::coordinates_type{0, 1, 1});
+  CHECK(planned.group_size(mesh_t::mask_v<x, y>) == 16);
+  CHECK(planned.group_rank(mesh_t::mask_v<y, rest>) == 5);
+  CHECK_THROWS_WITH_AS(planned.world(),
+                       doctest::Contains("a planned mesh (mesh::planned) has no "
+                                         "communicators"),
+                       mp::error);
+  CHECK_THROWS_WITH_AS(mesh_t::planned({2, 0, 1}), doctest::Contains("has a mesh dim of size 0"),
+                       mp::error);
+  CHECK_THROWS_WITH_AS(mesh_t::planned({2, 2, 1}, 4),
+                       doctest::Contains("rank 4 is not a rank of mesh [x:2, y:2, rest:1]"),
+                       mp::error);
+}
