@@ -19,7 +19,12 @@
 //   [--eval-windows 512] [--validation-block 16384] [--prompt TEXT] [--sample-length 200]
 //   [--temperature 0.8] [--seed 1]
 //   [--log-every 50] [--json] [--checkpoint FILE [--checkpoint-every N] [--resume]]
-//   [--stop-after N]
+//   [--stop-after N] [--plan RANKS]
+//
+// --plan RANKS prints the plan of one training step under --layout on a mesh of RANKS ranks
+// (README "Plans"): per operation, the collectives, values and bytes each rank sends, the einsum
+// flops and the bytes of the tensors made, as rank 0 would; nothing is trained and nothing is
+// communicated, so any number of ranks is planned from one process.
 //
 // Checkpoints (README "Checkpoints"; needs parallel HDF5): --checkpoint FILE saves every
 // variable, the optimizer's state and the step to FILE every N steps and at the end; --resume
@@ -46,11 +51,14 @@
 #include "arguments.hpp"
 
 #include <array>
+#include <cstdio>
+#include <memory>
 #include <string>
 
 namespace {
 
 using transformer_example::options;
+int plan_ranks = 0;  // --plan RANKS: plan a step on that many ranks instead of training
 
 options parse(int argc, char** argv) {
   options o;
@@ -105,6 +113,8 @@ options parse(int argc, char** argv) {
       o.resume = true;
     else if (a == "--stop-after")
       o.stop_after = args.count();
+    else if (a == "--plan")
+      plan_ranks = static_cast<int>(args.count());
     else if (a == "--help") {
       std::printf(
           "usage: transformer [--layout data|model|data+model] [--data FILE] [--layers N]\n"
@@ -113,7 +123,7 @@ options parse(int argc, char** argv) {
           "                   [--eval-windows N] [--validation-block N] [--prompt TEXT]\n"
           "                   [--sample-length N] [--temperature X] [--seed S] [--log-every N]\n"
           "                   [--json] [--checkpoint FILE [--checkpoint-every N] [--resume]]\n"
-          "                   [--stop-after N]\n");
+          "                   [--stop-after N] [--plan RANKS]\n");
       std::exit(0);
     } else {
       args.unknown();
@@ -142,7 +152,31 @@ options parse(int argc, char** argv) {
   if (!(o.learning_rate > 0)) throw mp::error("transformer: --learning-rate must be positive");
   if (!(o.temperature > 0)) throw mp::error("transformer: --temperature must be positive");
   if (o.warmup >= o.steps && o.steps > 0) o.warmup = o.steps / 10;
+  if (plan_ranks < 0) throw mp::error("transformer: --plan must be at least 1 rank");
   return o;
+}
+
+// print_plan<Mesh>(shape, o, vocab): the plan of one training step of the model, with the
+// optimizer --optimizer names, on a planned mesh of this shape (rank 0's view)
+template <class Mesh>
+void print_plan(const typename Mesh::coordinates_type& shape, const options& o, std::size_t vocab) {
+  const auto p = mp::make_plan<Mesh>(shape, [&](const Mesh& m) {
+    namespace tx = transformer_example;
+    const auto sizes = tx::model_sizes(o, o.batch, vocab);
+    const tx::language_model<Mesh> model(m, sizes, o);
+    using ids_t = typename tx::language_model<Mesh>::ids_t;
+    const ids_t ids(m, sizes);  // a plan reads no ids: any tensor of the right sizes
+    auto train = [&](auto opt) {
+      model.add_to(*opt);
+      mp::backward(model.loss(ids, ids));
+      opt->step();
+    };
+    if (o.optimizer == "sgd")
+      train(std::make_unique<mp::sgd>(mp::sgd_options{.learning_rate = o.learning_rate}));
+    else
+      train(std::make_unique<mp::adam>(mp::adam_options{.learning_rate = o.learning_rate}));
+  });
+  if (boost::mpi::communicator().rank() == 0) std::printf("%s", p.report().c_str());
 }
 
 }  // namespace
@@ -157,6 +191,16 @@ int main(int argc, char** argv) {
     if (text.train_ids.size() <= o.seq + 1)
       throw mp::error("transformer: the training text is shorter than one window (--seq + 1)");
     const int n = world.size();
+    if (plan_ranks > 0) {
+      const std::size_t vocab = text.vocab_size();
+      if (o.layout == "data")
+        print_plan<mesh_data>({plan_ranks}, o, vocab);
+      else if (o.layout == "model")
+        print_plan<mesh_model>({plan_ranks}, o, vocab);
+      else
+        print_plan<mesh_data_model>(mp::balanced_grid<2>(plan_ranks), o, vocab);
+      return 0;
+    }
     if (o.layout == "data") {
       transformer_example::run(mesh_data({n}), text, o);
     } else if (o.layout == "model") {

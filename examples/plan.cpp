@@ -1,0 +1,129 @@
+// plan: what one training step of the README's Fashion-MNIST network (batch 100, 784 -> 1024 ->
+// 10, Adam) will communicate, compute and allocate per rank under its three layouts, before
+// anything runs (README "Plans"). No data and no communication: one process plans any mesh.
+//
+//   build/examples/plan                        # 4 ranks: data [4], model [4], data+model [2, 2]
+//   build/examples/plan --ranks 8 --report data+model
+//   mpiexec -n 2 build/examples/plan --ranks 2 --check
+//
+// --report LAYOUT prints that layout's plan operation by operation. --check (under mpiexec with
+// --ranks ranks) also runs each step for real and compares the plan with the counters of the
+// run, per operation, on every rank: it prints "plan == counters" or exits non-zero.
+#include <meshpp/meshpp.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include <boost/mpi/collectives/all_reduce.hpp>
+#include <boost/mpi/communicator.hpp>
+#include <boost/mpi/operations.hpp>
+
+#include "arguments.hpp"
+
+namespace mp = meshpp;
+
+MESHPP_DIM(batch);
+MESHPP_DIM(rows);
+MESHPP_DIM(cols);
+MESHPP_DIM(hidden);
+MESHPP_DIM(classes);
+// mesh dims
+MESHPP_DIM(all);
+MESHPP_DIM(processor_rows);
+MESHPP_DIM(processor_cols);
+
+using mesh_data = mp::mesh<mp::axes<all>, mp::layout<mp::split<batch, all>>>;
+using mesh_model = mp::mesh<mp::axes<all>, mp::layout<mp::split<hidden, all>>>;
+using mesh_data_model =
+    mp::mesh<mp::axes<processor_rows, processor_cols>,
+             mp::layout<mp::split<batch, processor_rows>, mp::split<hidden, processor_cols>>>;
+
+struct options {
+  int ranks = 4;
+  std::size_t batch = 100, hidden = 1024;
+  std::string report;  // a layout whose plan to print whole
+  bool check = false;
+};
+
+// one training step, as examples/mnist trains (images and labels made here: a plan reads none)
+template <class Mesh>
+void step(const Mesh& m, const options& o) {
+  const auto sizes =
+      mp::extents{batch{} = o.batch, rows{} = 28, cols{} = 28, hidden{} = o.hidden, classes{} = 10};
+  mp::variable w1(mp::random_uniform<float, rows, cols, hidden>(m, sizes, 1, -0.05f, 0.05f), "w1");
+  mp::variable w2(mp::random_uniform<float, hidden, classes>(m, sizes, 2, -0.05f, 0.05f), "w2");
+  mp::adam opt(mp::adam_options{}, w1, w2);
+  const auto images = mp::random_uniform<float, batch, rows, cols>(m, sizes, 3, 0.0f, 1.0f);
+  using labels_t = mp::tensor_of<std::int32_t, mp::shape<batch>, Mesh>;
+  const auto labels = mp::generate<labels_t>(
+      m, sizes, [](const auto& i) { return static_cast<std::int32_t>(i[0] % 10); });
+  const auto h = mp::relu(mp::einsum<mp::shape<batch, hidden>>(images, w1));
+  const auto logits = mp::einsum<mp::shape<batch, classes>>(h, w2);
+  mp::backward(mp::reduce_mean(mp::softmax_cross_entropy<classes>(logits, labels)));
+  opt.step();
+}
+
+// plans one layout on rank 0 of the mesh, prints its line of the summary (and its whole plan
+// if asked); with --check, runs the step for real and compares on every rank
+template <class Mesh>
+bool plan_layout(const char* name, const typename Mesh::coordinates_type& shape, const options& o,
+                 bool talk) {
+  const auto p = mp::make_plan<Mesh>(shape, [&](const Mesh& m) { step(m, o); });
+  const auto ar = p.total(mp::collective::allreduce);
+  if (talk)
+    std::printf("%-11s %-44s %9llu %11llu %13llu %12.4g %12.1f\n", name,
+                Mesh::describe(shape).c_str(), static_cast<unsigned long long>(ar.calls),
+                static_cast<unsigned long long>(ar.values),
+                static_cast<unsigned long long>(ar.bytes_sent), static_cast<double>(p.flops()),
+                static_cast<double>(p.bytes_made()) / (1 << 20));
+  if (talk && o.report == name) std::printf("\n%s\n", p.report().c_str());
+  if (!o.check) return true;
+  const Mesh real(shape);
+  real.counters().by_operation(true);
+  step(real, o);
+  const auto mine = mp::make_plan<Mesh>(
+      shape, [&](const Mesh& m) { step(m, o); }, real.rank());
+  const int same = mine.operations() == real.counters().operations() ? 1 : 0;
+  return boost::mpi::all_reduce(real.world(), same, boost::mpi::minimum<int>()) == 1;
+}
+
+int main(int argc, char** argv) {
+  mp::environment env(argc, argv);
+  try {
+    options o;
+    examples::arguments args("plan", argc, argv);
+    while (args.next()) {
+      if (args.is("--ranks"))
+        o.ranks = static_cast<int>(args.count());
+      else if (args.is("--batch"))
+        o.batch = args.count();
+      else if (args.is("--hidden"))
+        o.hidden = args.count();
+      else if (args.is("--report"))
+        o.report = args.text();
+      else if (args.is("--check"))
+        o.check = true;
+      else
+        args.unknown();
+    }
+    const bool talk = boost::mpi::communicator().rank() == 0;
+    if (talk) {
+      std::printf("plan of one training step (batch %zu, hidden %zu, Adam), per rank:\n", o.batch,
+                  o.hidden);
+      std::printf("%-11s %-44s %9s %11s %13s %12s %12s\n", "layout", "mesh", "allreduce", "values",
+                  "bytes sent", "flops", "MiB made");
+    }
+    const auto grid = mp::balanced_grid<2>(o.ranks);
+    bool ok = plan_layout<mesh_data>("data", {o.ranks}, o, talk);
+    ok = plan_layout<mesh_model>("model", {o.ranks}, o, talk) && ok;
+    ok = plan_layout<mesh_data_model>("data+model", grid, o, talk) && ok;
+    if (o.check) {
+      if (talk) std::printf(ok ? "plan == counters\n" : "plan != counters\n");
+      return ok ? 0 : 1;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+}
