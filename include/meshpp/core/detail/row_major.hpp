@@ -21,12 +21,14 @@ namespace meshpp::detail {
 inline constexpr unsigned all_dims = ~0u;
 
 // linear_index(coords, sizes, mask = all_dims): the row-major index of coords over the dims
-// in mask
-template <class I, class S, std::size_t N>
-constexpr I linear_index(const std::array<I, N>& coords, const std::array<S, N>& sizes,
-                         unsigned mask = all_dims) {
+// in mask, of coords' type. coords and sizes: std::arrays or std::vectors of one length, as
+// for set_coordinates below.
+template <class Coords, class Sizes>
+constexpr typename Coords::value_type linear_index(const Coords& coords, const Sizes& sizes,
+                                                   unsigned mask = all_dims) {
+  using I = typename Coords::value_type;
   I index = 0;
-  for (std::size_t i = 0; i < N; ++i) {
+  for (std::size_t i = 0; i < std::size(coords); ++i) {
     if (mask & (1u << i)) index = index * static_cast<I>(sizes[i]) + coords[i];
   }
   return index;
