@@ -87,23 +87,23 @@ struct layout_block {
 };
 
 // check_layout_picture(p): throws meshpp::error unless p describes a legal layout
-void check_layout_picture(const layout_picture& p);
+inline void check_layout_picture(const layout_picture& p);
 
 // layout_blocks(p): p's distinct blocks in row-major order of their stripes, each with every
 // rank that holds it (checks p first)
-std::vector<layout_block> layout_blocks(const layout_picture& p);
+inline std::vector<layout_block> layout_blocks(const layout_picture& p);
 
 // range_text(p, block) -> "batch 0:50, hidden 0:64" (the block's data-range)
-std::string range_text(const layout_picture& p, const layout_block& block);
+inline std::string range_text(const layout_picture& p, const layout_block& block);
 
 // draw_svg(p): an SVG document of one layout
-std::string draw_svg(const layout_picture& p);
+inline std::string draw_svg(const layout_picture& p);
 // draw_svg(pictures, columns = 1): one SVG document of several layouts, `columns` side by side
 // a row, rows one under the other (throws meshpp::error for 0 columns)
-std::string draw_svg(const std::vector<layout_picture>& pictures, std::size_t columns = 1);
+inline std::string draw_svg(const std::vector<layout_picture>& pictures, std::size_t columns = 1);
 
 // write_svg(path, svg): writes an SVG document to a file; throws meshpp::error naming the path
-void write_svg(const std::filesystem::path& path, std::string_view svg);
+inline void write_svg(const std::filesystem::path& path, std::string_view svg);
 
 // layout_picture_of(t, title = ""): the layout of tensor t (an empty title: its dims and sizes)
 template <class T, class S, class L, class M>
@@ -513,7 +513,8 @@ inline drawn_picture draw_picture(const layout_picture& p) {
   for (std::size_t panel = 0; panel < panels; ++panel) {
     const std::size_t column = panel % ms::panels_per_row;
     const double px = static_cast<double>(column) * (panel_w + ms::gap);
-    const double py = y + static_cast<double>(panel / ms::panels_per_row) * (panel_h + ms::gap);
+    const std::size_t panel_row = panel / ms::panels_per_row;  // whole rows of panels above
+    const double py = y + static_cast<double>(panel_row) * (panel_h + ms::gap);
     width = std::max(width, px + panel_w);
     // this panel's stripes of the leading dims
     std::vector<std::size_t> lead_stripe(leading, 0);
