@@ -32,6 +32,7 @@
 #include "meshpp/ops/slice.hpp"
 #include "meshpp/ops/softmax.hpp"
 
+#include "meshpp/io/draw.hpp"
 #include "meshpp/io/idx.hpp"
 #include "meshpp/io/text.hpp"
 

@@ -276,8 +276,9 @@ class tensor {
 
   index_type compute_offsets() const {
     index_type off{};
-    for_each_split([&](std::size_t i, std::string_view, std::string_view, int, int coord) {
-      off[i] = static_cast<std::size_t>(coord) * local_.shape()[i];
+    for_each_split([&](std::size_t i, std::string_view, std::string_view, int parts, int coord) {
+      off[i] = detail::stripe_begin(global_[i], static_cast<std::size_t>(parts),
+                                    static_cast<std::size_t>(coord));
     });
     return off;
   }

@@ -13,29 +13,35 @@
 
 #include <array>
 #include <cstddef>
+#include <iterator>
+#include <vector>
 
 namespace meshpp::detail {
 
 inline constexpr unsigned all_dims = ~0u;
 
 // linear_index(coords, sizes, mask = all_dims): the row-major index of coords over the dims
-// in mask
-template <class I, class S, std::size_t N>
-constexpr I linear_index(const std::array<I, N>& coords, const std::array<S, N>& sizes,
-                         unsigned mask = all_dims) {
+// in mask, of coords' type. coords and sizes: std::arrays or std::vectors of one length, as
+// for set_coordinates below.
+template <class Coords, class Sizes>
+constexpr typename Coords::value_type linear_index(const Coords& coords, const Sizes& sizes,
+                                                   unsigned mask = all_dims) {
+  using I = typename Coords::value_type;
   I index = 0;
-  for (std::size_t i = 0; i < N; ++i) {
+  for (std::size_t i = 0; i < std::size(coords); ++i) {
     if (mask & (1u << i)) index = index * static_cast<I>(sizes[i]) + coords[i];
   }
   return index;
 }
 
 // set_coordinates(index, sizes, coords, mask = all_dims): coords along the dims in mask set to
-// those of row-major index `index` over them; the other coords kept
-template <class I, class S, std::size_t N>
-constexpr void set_coordinates(I index, const std::array<S, N>& sizes, std::array<I, N>& coords,
+// those of row-major index `index` over them; the other coords kept. sizes and coords are
+// std::arrays (a mesh's) or std::vectors of one length (a layout drawing's, io/draw.hpp, whose
+// number of mesh dims is a run-time value): one loop, so the two cannot number ranks apart.
+template <class I, class Sizes, class Coords>
+constexpr void set_coordinates(I index, const Sizes& sizes, Coords& coords,
                                unsigned mask = all_dims) {
-  for (std::size_t i = N; i-- > 0;) {
+  for (std::size_t i = std::size(sizes); i-- > 0;) {
     if (mask & (1u << i)) {
       coords[i] = index % static_cast<I>(sizes[i]);
       index /= static_cast<I>(sizes[i]);
@@ -47,6 +53,14 @@ constexpr void set_coordinates(I index, const std::array<S, N>& sizes, std::arra
 template <class I, class S, std::size_t N>
 constexpr std::array<I, N> coordinates_at(I index, const std::array<S, N>& sizes) {
   std::array<I, N> coords{};
+  set_coordinates(index, sizes, coords);
+  return coords;
+}
+// coordinates_at(index, sizes): the same for sizes known at run time (at most 32 of them: the
+// mask has one bit a dim)
+template <class I, class S>
+std::vector<I> coordinates_at(I index, const std::vector<S>& sizes) {
+  std::vector<I> coords(sizes.size());
   set_coordinates(index, sizes, coords);
   return coords;
 }
