@@ -330,19 +330,24 @@ double memory_per_rank() {
   return static_cast<double>(pages) * static_cast<double>(page) / static_cast<double>(here);
 }
 
-// source_line(o, p): what the file's `source` says: program, ranks, host, time, load
-std::string source_line(const options& o, int p) {
+// load_average(): the system's one-minute load average (-1: unknown)
+double load_average() {
+  double load[1] = {-1};
+  return getloadavg(load, 1) == 1 ? load[0] : -1;
+}
+
+// source_line(o, p, load_before): what the file's `source` says: program, ranks, host, time,
+// the load average before and after (other work on the machine distorts every figure)
+std::string source_line(const options& o, int p, double load_before) {
   char text[256];
   const std::time_t now = std::time(nullptr);
   char when[32];
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%MZ", std::gmtime(&now));
-  double load[1] = {-1};
-  if (getloadavg(load, 1) != 1) load[0] = -1;
   std::snprintf(text, sizeof text,
                 "examples/calibrate at %d ranks on %s, %s, %zu rounds, buffers 8 B..%zu B%s, "
-                "load average %.2f at the end",
+                "load average %.2f before, %.2f after",
                 p, boost::mpi::environment::processor_name().c_str(), when, o.rounds,
-                sizes_in_bytes(o).back(), o.quick ? " (--quick)" : "", load[0]);
+                sizes_in_bytes(o).back(), o.quick ? " (--quick)" : "", load_before, load_average());
   return text;
 }
 
@@ -352,6 +357,7 @@ int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   try {
     const options o = parse(argc, argv);
+    const double load_before = load_average();
     const int p = boost::mpi::communicator().size();
     if (p < 2) throw mp::error("calibrate: run it under mpiexec with 2 or more ranks");
     mp::machine_model model;
@@ -362,7 +368,7 @@ int main(int argc, char** argv) {
     model.gemm_flops_per_second = gemm_rate(whole, o);
     model.stream_bytes_per_second = stream_rate(whole, o);
     model.memory_bytes_per_rank = memory_per_rank();
-    model.source = source_line(o, p);
+    model.source = source_line(o, p, load_before);
     if (leader()) {
       std::printf("\n%s", model.report().c_str());
       model.save(o.out);
