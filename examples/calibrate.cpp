@@ -264,8 +264,12 @@ void calibrate_group(mp::machine_model& model, const options& o, int p, int d) {
   }
   for (std::size_t k = 0; k < kinds.size(); ++k) {
     std::vector<mp::timing_point> points;
-    for (std::size_t s = 0; s < sizes.size(); ++s)
+    for (std::size_t s = 0; s < sizes.size(); ++s) {
+      // the smallest buffers of alltoall and reduce_scatter round up to one value a member, so
+      // two sizes can send the same bytes: one point each (the first)
+      if (!points.empty() && points.back().bytes_sent == bytes[s][k]) continue;
       points.push_back({bytes[s][k], median(seconds[s][k])});
+    }
     const mp::alpha_beta fit = mp::fit_alpha_beta(points);
     model.set(kinds[k], d, fit, points);
     if (o.verbose) {
