@@ -370,19 +370,26 @@ inline double machine_model::seconds(collective c, int p, double bytes_sent) con
 }
 
 inline machine_model machine_model::defaults() {
-  // examples/calibrate's lines at 2 ranks on the machine meshpp is developed on (README "Machine
-  // model and calibration"): stand-ins until a machine is calibrated, close only for a small
-  // shared-memory machine. Lines only, no measured times: beyond a few MiB they are optimistic.
+  // Stand-ins until a machine is calibrated, from the 2-core Debian 12 VM meshpp is developed on
+  // (Open MPI 4.1 over shared memory, OpenBLAS 0.3.21 one thread a rank), rounded; lines only,
+  // at 2 ranks (other group sizes by the log p rule of seconds()). Where each comes from:
+  //   allreduce  fit_alpha_beta of README "Benchmarks"' quiet allreduce medians, 4 KiB..16 MiB
+  //   the others examples/calibrate --quick lines (8 B..64 KiB) on the same machine
+  //   gemm       README einsum_local, 1024^3 in 21.6 ms: 99 GFLOP/s, taken as 90
+  //   stream     README fused_chain, relu(a * b + c) over [2048, 4096] floats, 100 MB in
+  //              4.7 ms: 21 GB/s, taken as 20
+  // A single line is optimistic past the caches (16 MiB allreduced in 4.9 ms, the line says
+  // 2.4 ms): calibrate for anything that matters.
   machine_model m;
   m.source =
-      "default model (no calibration file): figures of a 2-core Debian 12 VM, "
-      "Open MPI 4.1 shared memory, OpenBLAS one thread; run examples/calibrate for yours";
+      "default model (no calibration file): figures of a 2-core Debian 12 VM, Open MPI 4.1 "
+      "shared memory, OpenBLAS one thread; run examples/calibrate for this machine's";
   m.gemm_flops_per_second = 9.0e10;
   m.stream_bytes_per_second = 2.0e10;
   const auto line = [&m](collective c, double alpha, double gigabytes_per_second) {
     m.set(c, 2, {alpha, 1e-9 / gigabytes_per_second, 0});
   };
-  line(collective::allreduce, 2.2e-7, 4.0);
+  line(collective::allreduce, 6.5e-7, 7.0);
   line(collective::allgather, 2.2e-7, 7.0);
   line(collective::alltoall, 2.3e-7, 6.0);
   line(collective::reduce_scatter, 2.4e-7, 2.8);
