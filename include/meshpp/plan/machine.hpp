@@ -370,32 +370,28 @@ inline double machine_model::seconds(collective c, int p, double bytes_sent) con
 }
 
 inline machine_model machine_model::defaults() {
-  // Stand-ins until a machine is calibrated, from the 2-core Debian 12 VM meshpp is developed on
-  // (Open MPI 4.1 over shared memory, OpenBLAS 0.3.21 one thread a rank), rounded; lines only,
-  // at 2 ranks (other group sizes by the log p rule of seconds()). Where each comes from:
-  //   allreduce  fit_alpha_beta of README "Benchmarks"' quiet allreduce medians, 4 KiB..16 MiB
-  //   the others examples/calibrate --quick lines (8 B..64 KiB) on the same machine
-  //   gemm       README einsum_local, 1024^3 in 21.6 ms: 99 GFLOP/s, taken as 90
-  //   stream     README fused_chain, relu(a * b + c) over [2048, 4096] floats, 100 MB in
-  //              4.7 ms: 21 GB/s, taken as 20
-  // A single line is optimistic past the caches (16 MiB allreduced in 4.9 ms, the line says
-  // 2.4 ms): calibrate for anything that matters.
+  // Stand-ins until a machine is calibrated: examples/calibrate at 2 ranks on the 2-core Debian
+  // 12 VM meshpp is developed on (Open MPI 4.1.4 over shared memory, OpenBLAS 0.3.21 one thread
+  // a rank), run on 2026-11-26 with the machine idle (README "Machine model and calibration"),
+  // rounded to two digits. Lines only, at 2 ranks; other group sizes by the log p rule of
+  // seconds(). A line is off by up to 2x on this machine (16 MiB allreduced in 5.3 ms, the line
+  // says 2.8 ms; 1 MiB in 0.11 ms, the line 0.18 ms): calibrate for anything that matters.
   machine_model m;
   m.source =
-      "default model (no calibration file): figures of a 2-core Debian 12 VM, Open MPI 4.1 "
-      "shared memory, OpenBLAS one thread; run examples/calibrate for this machine's";
-  m.gemm_flops_per_second = 9.0e10;
+      "default model (no calibration file): examples/calibrate's lines on a 2-core Debian 12 VM, "
+      "Open MPI 4.1 shared memory, OpenBLAS one thread; run examples/calibrate for this machine";
+  m.gemm_flops_per_second = 1.0e11;
   m.stream_bytes_per_second = 2.0e10;
   const auto line = [&m](collective c, double alpha, double gigabytes_per_second) {
     m.set(c, 2, {alpha, 1e-9 / gigabytes_per_second, 0});
   };
-  line(collective::allreduce, 6.5e-7, 7.0);
-  line(collective::allgather, 2.2e-7, 7.0);
-  line(collective::alltoall, 2.3e-7, 6.0);
-  line(collective::reduce_scatter, 2.4e-7, 2.8);
-  line(collective::broadcast, 1.1e-7, 8.0);
-  line(collective::permute, 3.0e-7, 8.0);
-  line(collective::gather, 2.1e-7, 5.0);
+  line(collective::allreduce, 2.3e-7, 6.0);
+  line(collective::allgather, 2.2e-7, 6.7);
+  line(collective::alltoall, 2.3e-7, 7.4);
+  line(collective::reduce_scatter, 2.2e-7, 2.6);
+  line(collective::broadcast, 1.2e-7, 10.0);
+  line(collective::permute, 3.2e-7, 9.6);
+  line(collective::gather, 2.1e-7, 4.4);
   return m;
 }
 
