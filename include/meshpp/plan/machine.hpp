@@ -43,12 +43,10 @@
 #include <filesystem>
 #include <fstream>
 #include <istream>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
 #include <span>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
