@@ -19,7 +19,15 @@
 //   [--eval-windows 512] [--validation-block 16384] [--prompt TEXT] [--sample-length 200]
 //   [--temperature 0.8] [--seed 1]
 //   [--log-every 50] [--json] [--checkpoint FILE [--checkpoint-every N] [--resume]]
-//   [--stop-after N] [--plan RANKS]
+//   [--stop-after N] [--plan RANKS] [--machine FILE] [--memory-budget MIB]
+//
+// --layout auto chooses the layout before training (README "Layout search"): it plans one step
+// under each of the three layouts, data+model on every mesh shape of the ranks, prices each
+// plan on the machine model in --machine FILE (default meshpp-machine.txt, written by
+// examples/calibrate; built-in defaults without it), prints the candidates ranked with their
+// terms (compute, passes, communication, memory), and trains the fastest that fits in
+// --memory-budget MiB per rank. With --plan RANKS as well, it ranks them for RANKS ranks and
+// stops.
 //
 // --plan RANKS prints the plan of one training step under --layout on a mesh of RANKS ranks
 // (README "Plans"): per operation, the collectives, values and bytes each rank sends, the einsum
@@ -50,6 +58,8 @@
 
 #include "arguments.hpp"
 
+#include <meshpp/plan/search.hpp>
+
 #include <array>
 #include <cstdio>
 #include <memory>
@@ -59,6 +69,8 @@ namespace {
 
 using transformer_example::options;
 int plan_ranks = 0;  // --plan RANKS: plan a step on that many ranks instead of training
+std::string machine_file = "meshpp-machine.txt";  // --machine: the model --layout auto prices on
+double memory_budget_mib = 0;                     // --memory-budget: 0, the machine's (or none)
 
 options parse(int argc, char** argv) {
   options o;
@@ -115,6 +127,10 @@ options parse(int argc, char** argv) {
       o.stop_after = args.count();
     else if (a == "--plan")
       plan_ranks = static_cast<int>(args.count());
+    else if (a == "--machine")
+      machine_file = args.text();
+    else if (a == "--memory-budget")
+      memory_budget_mib = args.real();
     else if (a == "--help") {
       std::printf(
           "usage: transformer [--layout data|model|data+model] [--data FILE] [--layers N]\n"
@@ -123,15 +139,17 @@ options parse(int argc, char** argv) {
           "                   [--eval-windows N] [--validation-block N] [--prompt TEXT]\n"
           "                   [--sample-length N] [--temperature X] [--seed S] [--log-every N]\n"
           "                   [--json] [--checkpoint FILE [--checkpoint-every N] [--resume]]\n"
-          "                   [--stop-after N] [--plan RANKS]\n");
+          "                   [--stop-after N] [--plan RANKS] [--machine FILE]\n"
+          "                   [--memory-budget MIB]   (--layout auto: the search chooses)\n");
       std::exit(0);
     } else {
       args.unknown();
     }
   }
-  if (o.layout != "data" && o.layout != "model" && o.layout != "data+model")
-    throw mp::error("transformer: --layout must be data, model or data+model, not '" + o.layout +
-                    "'");
+  if (o.layout != "data" && o.layout != "model" && o.layout != "data+model" && o.layout != "auto")
+    throw mp::error("transformer: --layout must be data, model, data+model or auto, not '" +
+                    o.layout + "'");
+  if (memory_budget_mib < 0) throw mp::error("transformer: --memory-budget must not be negative");
   if (o.optimizer != "adam" && o.optimizer != "sgd")
     throw mp::error("transformer: --optimizer must be adam or sgd, not '" + o.optimizer + "'");
   if (o.layers == 0 || o.d_model == 0 || o.heads == 0 || o.d_ff == 0 || o.seq == 0 ||
@@ -156,27 +174,53 @@ options parse(int argc, char** argv) {
   return o;
 }
 
-// print_plan<Mesh>(shape, o, vocab): the plan of one training step of the model, with the
-// optimizer --optimizer names, on a planned mesh of this shape (rank 0's view)
+// train_step<Mesh>(m, o, vocab): one training step of the model, with the optimizer
+// --optimizer names, as a plan runs it (the ids are a tensor of the right sizes: a plan reads
+// none)
+template <class Mesh>
+void train_step(const Mesh& m, const options& o, std::size_t vocab) {
+  namespace tx = transformer_example;
+  const auto sizes = tx::model_sizes(o, o.batch, vocab);
+  const tx::language_model<Mesh> model(m, sizes, o);
+  using ids_t = typename tx::language_model<Mesh>::ids_t;
+  const ids_t ids(m, sizes);
+  auto train = [&](auto opt) {
+    model.add_to(*opt);
+    mp::backward(model.loss(ids, ids));
+    opt->step();
+  };
+  if (o.optimizer == "sgd")
+    train(std::make_unique<mp::sgd>(mp::sgd_options{.learning_rate = o.learning_rate}));
+  else
+    train(std::make_unique<mp::adam>(mp::adam_options{.learning_rate = o.learning_rate}));
+}
+
+// print_plan<Mesh>(shape, o, vocab): the plan of one training step on a planned mesh of this
+// shape (rank 0's view)
 template <class Mesh>
 void print_plan(const typename Mesh::coordinates_type& shape, const options& o, std::size_t vocab) {
-  const auto p = mp::make_plan<Mesh>(shape, [&](const Mesh& m) {
-    namespace tx = transformer_example;
-    const auto sizes = tx::model_sizes(o, o.batch, vocab);
-    const tx::language_model<Mesh> model(m, sizes, o);
-    using ids_t = typename tx::language_model<Mesh>::ids_t;
-    const ids_t ids(m, sizes);  // a plan reads no ids: any tensor of the right sizes
-    auto train = [&](auto opt) {
-      model.add_to(*opt);
-      mp::backward(model.loss(ids, ids));
-      opt->step();
-    };
-    if (o.optimizer == "sgd")
-      train(std::make_unique<mp::sgd>(mp::sgd_options{.learning_rate = o.learning_rate}));
-    else
-      train(std::make_unique<mp::adam>(mp::adam_options{.learning_rate = o.learning_rate}));
-  });
+  const auto p = mp::make_plan<Mesh>(shape, [&](const Mesh& m) { train_step(m, o, vocab); });
   if (boost::mpi::communicator().rank() == 0) std::printf("%s", p.report().c_str());
+}
+
+// search_layouts(ranks, o, vocab): the three layouts planned for `ranks` ranks (data+model on
+// every mesh shape), priced on the machine model, ranked; printed on rank 0
+mp::layout_search search_layouts(int ranks, const options& o, std::size_t vocab) {
+  const bool talk = boost::mpi::communicator().rank() == 0;
+  auto machine = mp::machine_model::load_or_defaults(machine_file);
+  if (talk) {
+    std::printf("layout search for %d ranks, priced on %s\n", ranks, machine.source.c_str());
+  }
+  mp::layout_search search(std::move(machine), memory_budget_mib * (1 << 20));
+  search.add<mesh_data>("data", {ranks}, [&](const mesh_data& m) { train_step(m, o, vocab); });
+  search.add<mesh_model>("model", {ranks}, [&](const mesh_model& m) { train_step(m, o, vocab); });
+  for (int r = 1; r <= ranks; ++r) {
+    if (ranks % r) continue;
+    search.add<mesh_data_model>("data+model", {r, ranks / r},
+                                [&](const mesh_data_model& m) { train_step(m, o, vocab); });
+  }
+  if (talk) std::printf("%s", search.table().c_str());
+  return search;
 }
 
 }  // namespace
@@ -191,6 +235,22 @@ int main(int argc, char** argv) {
     if (text.train_ids.size() <= o.seq + 1)
       throw mp::error("transformer: the training text is shorter than one window (--seq + 1)");
     const int n = world.size();
+    if (o.layout == "auto") {
+      const auto search = search_layouts(plan_ranks > 0 ? plan_ranks : n, o, text.vocab_size());
+      if (plan_ranks > 0) return 0;
+      const auto best = search.best();
+      options chosen = o;
+      chosen.layout = best.name;
+      const auto& shape = best.steps.mesh_sizes();
+      if (best.name == "data")
+        transformer_example::run(mesh_data({n}), text, chosen);
+      else if (best.name == "model")
+        transformer_example::run(mesh_model({n}), text, chosen);
+      else
+        transformer_example::run(
+            mesh_data_model(mesh_data_model::coordinates_type{shape[0], shape[1]}), text, chosen);
+      return 0;
+    }
     if (plan_ranks > 0) {
       const std::size_t vocab = text.vocab_size();
       if (o.layout == "data")

@@ -6,8 +6,10 @@
 // and an Adam step, under every layout of one mesh type: batch over x, hidden over y, on every
 // mesh shape [x, y, rest] of the ranks (replicated, data, model, data+model, and rest > 1).
 #include <meshpp/meshpp.hpp>
+#include <meshpp/plan/search.hpp>
 
 #include <array>
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -115,4 +117,68 @@ TEST_CASE("plan: a planned mesh makes no MPI call, and names what cannot be plan
   CHECK_THROWS_WITH_AS(mesh_t::planned({2, 2, 1}, 4),
                        doctest::Contains("rank 4 is not a rank of mesh [x:2, y:2, rest:1]"),
                        mp::error);
+}
+
+TEST_CASE("layout search: each candidate priced term by term, ranked, and held to the budget") {
+  // a machine with round figures and a line for each group size the candidates use
+  mp::machine_model machine;
+  machine.source = "test figures";
+  machine.gemm_flops_per_second = 1e10;
+  machine.stream_bytes_per_second = 4e9;
+  const double alpha = 1e-4, beta = 1e-9;
+  for (int p : {2, 4}) machine.set(mp::collective::allreduce, p, mp::alpha_beta{alpha, beta});
+  // candidates planned on 4 ranks whatever this run has (plans need no ranks)
+  auto step = [](const mesh_t& m) { mnist_step(m, std::size_t{4} << 20); };
+  mp::layout_search search(machine);
+  search.add<mesh_t>("data", {4, 1, 1}, step);
+  search.add<mesh_t>("model", {1, 4, 1}, step);
+  search.add<mesh_t>("data+model", {2, 2, 1}, step);
+  REQUIRE(search.candidates().size() == 3);
+  for (const auto& c : search.candidates()) {
+    // the price, recomputed here from the plan's own figures
+    double communication = 0;
+    for (const auto& o : c.steps.operations()) {
+      for (const auto& e : o.collectives) {
+        if (c.steps.group_size(e.mask) == 1) continue;
+        CHECK(e.kind == mp::collective::allreduce);  // the only kind this step makes
+        communication += static_cast<double>(e.count.calls) * alpha +
+                         beta * static_cast<double>(e.count.bytes_sent);
+      }
+    }
+    INFO(c.name << " on " << c.steps.mesh());
+    CHECK(c.cost.communication == doctest::Approx(communication).epsilon(1e-12));
+    CHECK(c.cost.communication > 0);
+    CHECK(c.cost.compute == doctest::Approx(static_cast<double>(c.steps.flops()) / 1e10));
+    CHECK(c.cost.passes == doctest::Approx(2.0 * static_cast<double>(c.cost.bytes_made) / 4e9));
+    CHECK(c.cost.bytes_made == c.steps.bytes_made());
+    CHECK(c.fits);
+  }
+  // ranked fastest first; the winner is the fastest, and the table names its mesh type
+  const auto ranked = search.ranked();
+  for (std::size_t i = 1; i < ranked.size(); ++i)
+    CHECK(ranked[i - 1].cost.total() <= ranked[i].cost.total());
+  CHECK(search.best().name == ranked.front().name);
+  CHECK(search.table().find("winner: mp::mesh<mp::axes<x, y, rest>, mp::layout<mp::split<batch, "
+                            "x>, mp::split<hidden, y>>>") != std::string::npos);
+  // a budget only the smallest step fits in: that one wins, however slow
+  std::uint64_t smallest = UINT64_MAX;
+  std::string smallest_name;
+  for (const auto& c : search.candidates()) {
+    if (c.cost.bytes_made < smallest) {
+      smallest = c.cost.bytes_made;
+      smallest_name = c.name;
+    }
+  }
+  mp::layout_search tight(machine, static_cast<double>(smallest));
+  tight.add<mesh_t>("data", {4, 1, 1}, step);
+  tight.add<mesh_t>("model", {1, 4, 1}, step);
+  tight.add<mesh_t>("data+model", {2, 2, 1}, step);
+  CHECK(tight.best().name == smallest_name);
+  CHECK(tight.table().find("  no\n") != std::string::npos);
+  // and one nothing fits in: an error that says how much the smallest needs
+  mp::layout_search none(machine, 1.0);
+  none.add<mesh_t>("data", {4, 1, 1}, step);
+  CHECK_THROWS_WITH_AS(none.best(), doctest::Contains("no candidate fits in"), mp::error);
+  CHECK_THROWS_WITH_AS(mp::layout_search(machine).best(),
+                       doctest::Contains("no candidate was added"), mp::error);
 }

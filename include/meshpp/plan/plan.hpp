@@ -40,13 +40,30 @@ namespace meshpp {
 /// @brief The plan of one step on one rank of a mesh: per operation and in total.
 class plan {
  public:
-  // plan(mesh_text, rank, counts): the counters (by operation) of a step planned on `rank`
-  plan(std::string mesh_text, int rank, counters counts)
-      : mesh_text_(std::move(mesh_text)), rank_(rank), counts_(std::move(counts)) {}
+  // plan(mesh_text, mesh_sizes, rank, counts): the counters (by operation) of a step planned
+  // on `rank` of a mesh of these sizes
+  plan(std::string mesh_text, std::vector<int> mesh_sizes, int rank, counters counts)
+      : mesh_text_(std::move(mesh_text)),
+        mesh_sizes_(std::move(mesh_sizes)),
+        rank_(rank),
+        counts_(std::move(counts)) {}
 
   // operations(): per operation and phase, in the order they first ran
   const std::vector<operation_count>& operations() const { return counts_.operations(); }
   int rank() const { return rank_; }
+  // mesh(): "[rows:2, cols:2]"; mesh_sizes(): the sizes in mesh order
+  const std::string& mesh() const { return mesh_text_; }
+  const std::vector<int>& mesh_sizes() const { return mesh_sizes_; }
+  // group_size(mask): the ranks in a group over the mesh dims in the bit set mask
+  int group_size(unsigned mask) const {
+    int p = 1;
+    for (std::size_t i = 0; i < mesh_sizes_.size(); ++i) {
+      if (mask & (1u << i)) p *= mesh_sizes_[i];
+    }
+    return p;
+  }
+  // mesh_dims_text(mask): "rows,cols"
+  std::string mesh_dims_text(unsigned mask) const { return counts_.mesh_dims_text(mask); }
 
   // total(c): collective c over every operation and set of mesh dims
   collective_count total(collective c) const {
@@ -114,6 +131,7 @@ class plan {
 
  private:
   std::string mesh_text_;
+  std::vector<int> mesh_sizes_;
   int rank_;
   counters counts_;
 };
@@ -127,7 +145,7 @@ requires is_mesh_v<Mesh> plan make_plan(const typename Mesh::coordinates_type& s
                                         int as_rank = 0) {
   const Mesh m = Mesh::planned(sizes, as_rank);
   std::forward<Step>(step)(m);
-  return plan(m.describe(), as_rank, m.counters());
+  return plan(m.describe(), std::vector<int>(sizes.begin(), sizes.end()), as_rank, m.counters());
 }
 
 }  // namespace meshpp

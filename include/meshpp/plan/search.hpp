@@ -1,0 +1,190 @@
+// meshpp/plan/search.hpp — layouts ranked by the predicted time of one step: the plan of each
+// candidate (plan/plan.hpp) priced on a machine model (plan/machine.hpp).
+//
+//   const auto machine = mp::machine_model::load_or_defaults("meshpp-machine.txt");
+//   mp::layout_search search(machine, /*memory budget per rank, bytes; 0: none*/ 0);
+//   search.add<mesh_data>("data", {4}, step);              // step: void(const Mesh&)
+//   search.add<mesh_data_model>("data+model", {2, 2}, step);
+//   std::cout << search.table();                          // ranked, with the numbers
+//   search.best().name                                    // the winner
+//
+// The candidates are the layouts the program instantiated, each on any mesh shape: a layout is
+// a type, so the search chooses among those compiled in, planning each on a planned mesh of the
+// given shape (no communication, no arithmetic). The price of a step is the sum of
+//   compute        einsum flops / the machine's sgemm rate;
+//   passes         2 x the bytes of every tensor the step makes (written once, read once) / the
+//                  machine's fused-pass rate: the component-wise, softmax, norm and copy work
+//                  that einsum's flops do not count;
+//   communication  for every collective of the plan, calls x alpha + bytes sent x beta of its
+//                  kind and group size (seconds(kind, p, bytes per call) per call);
+// and a candidate fits if the bytes its step makes (an upper bound of what is live at once) are
+// within the memory budget. Each term is printed, so the table says why the winner wins.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "meshpp/core/error.hpp"
+#include "meshpp/core/layout.hpp"
+#include "meshpp/core/mesh.hpp"
+#include "meshpp/plan/machine.hpp"
+#include "meshpp/plan/plan.hpp"
+
+namespace meshpp {
+
+/// @brief The predicted time of one step, by term (seconds).
+struct step_cost {
+  double compute = 0;
+  double passes = 0;
+  double communication = 0;
+  std::uint64_t bytes_made = 0;
+  double total() const { return compute + passes + communication; }
+};
+
+/// predict(p, machine): the price of the planned step p on the machine model (see the top)
+inline step_cost predict(const plan& p, const machine_model& machine) {
+  step_cost c;
+  c.compute = machine.gemm_seconds(static_cast<double>(p.flops()));
+  c.bytes_made = p.bytes_made();
+  c.passes = machine.stream_seconds(2.0 * static_cast<double>(c.bytes_made));
+  for (const auto& o : p.operations()) {
+    for (const auto& e : o.collectives) {
+      const int group = p.group_size(e.mask);
+      if (group == 1 || e.count.calls == 0) continue;  // counted, but nothing moves
+      const double per_call =
+          static_cast<double>(e.count.bytes_sent) / static_cast<double>(e.count.calls);
+      c.communication +=
+          static_cast<double>(e.count.calls) * machine.seconds(e.kind, group, per_call);
+    }
+  }
+  return c;
+}
+
+namespace detail {
+template <class Rules>
+struct layout_code_of;
+template <class... Splits>
+struct layout_code_of<layout<Splits...>> {
+  static std::string text() {
+    std::string out = "mp::layout<";
+    bool first = true;
+    ((out += std::string(first ? "" : ", ") + "mp::split<" +
+             std::string(Splits::tensor_dim::name()) + ", " +
+             std::string(Splits::mesh_dim::name()) + ">",
+      first = false),
+     ...);
+    return out + ">";
+  }
+};
+}  // namespace detail
+
+/// layout_code<Mesh>(): the mesh type as code to paste,
+/// "mp::mesh<mp::axes<rows, cols>, mp::layout<mp::split<batch, rows>>>"
+template <class Mesh>
+requires is_mesh_v<Mesh> std::string layout_code() {
+  std::string axes = "mp::axes<";
+  const auto names = Mesh::names();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    axes += (i ? ", " : "") + std::string(names[i]);
+  }
+  return "mp::mesh<" + axes + ">, " + detail::layout_code_of<typename Mesh::rules>::text() + ">";
+}
+
+/// @brief Candidate layouts, each planned and priced; ranked by predicted step time.
+class layout_search {
+ public:
+  struct candidate {
+    std::string name;  // as the program names the layout ("data+model")
+    std::string code;  // layout_code<Mesh>()
+    plan steps;        // the plan of one step (rank 0)
+    step_cost cost;
+    bool fits = true;  // within the memory budget
+  };
+
+  // layout_search(machine, memory_budget): memory_budget in bytes per rank, 0 for none (then
+  // the machine's memory_bytes_per_rank, if it knows one)
+  explicit layout_search(machine_model machine, double memory_budget = 0)
+      : machine_(std::move(machine)),
+        budget_(memory_budget > 0 ? memory_budget : machine_.memory_bytes_per_rank) {}
+
+  /// add<Mesh>(name, sizes, step): plans step(mesh) on a planned mesh of these sizes (rank 0)
+  /// and prices it. Throws what make_plan throws (a step that cannot be planned).
+  template <class Mesh, class Step>
+  requires is_mesh_v<Mesh> candidate add(std::string name,
+                                         const typename Mesh::coordinates_type& sizes,
+                                         Step&& step) {
+    auto p = make_plan<Mesh>(sizes, std::forward<Step>(step));
+    const auto cost = predict(p, machine_);
+    const bool fits = budget_ <= 0 || static_cast<double>(cost.bytes_made) <= budget_;
+    candidates_.push_back({std::move(name), layout_code<Mesh>(), std::move(p), cost, fits});
+    return candidates_.back();
+  }
+
+  // ranked(): the candidates, those that fit first, each group fastest first
+  std::vector<candidate> ranked() const {
+    auto out = candidates_;
+    std::stable_sort(out.begin(), out.end(), [](const candidate& a, const candidate& b) {
+      if (a.fits != b.fits) return a.fits;
+      return a.cost.total() < b.cost.total();
+    });
+    return out;
+  }
+  // best(): the fastest candidate that fits; throws meshpp::error if none was added or none fits
+  candidate best() const {
+    const auto r = ranked();
+    if (r.empty()) throw error("meshpp::layout_search::best(): no candidate was added");
+    if (!r.front().fits) {
+      throw error("meshpp::layout_search::best(): no candidate fits in " + mib(budget_) +
+                  " MiB per rank (the smallest needs " +
+                  mib(static_cast<double>(smallest().cost.bytes_made)) + " MiB)");
+    }
+    return r.front();
+  }
+
+  /// The ranked candidates with every term of their price: one line each, then the winner's
+  /// mesh type as code.
+  std::string table() const {
+    std::string out;
+    char line[512];
+    std::snprintf(line, sizeof line, "%-4s %-12s %-40s %10s %10s %10s %10s %10s  %s\n", "rank",
+                  "layout", "mesh", "step ms", "compute", "passes", "comm", "MiB made", "fits");
+    out += line;
+    const auto r = ranked();
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const auto& c = r[i];
+      std::snprintf(line, sizeof line, "%-4zu %-12s %-40s %10.3f %10.3f %10.3f %10.3f %10.1f  %s\n",
+                    i + 1, c.name.c_str(), c.steps.mesh().c_str(), 1e3 * c.cost.total(),
+                    1e3 * c.cost.compute, 1e3 * c.cost.passes, 1e3 * c.cost.communication,
+                    static_cast<double>(c.cost.bytes_made) / (1 << 20), c.fits ? "yes" : "no");
+      out += line;
+    }
+    if (!r.empty() && r.front().fits) out += "winner: " + r.front().code + "\n";
+    return out;
+  }
+
+  const std::vector<candidate>& candidates() const { return candidates_; }
+  const machine_model& machine() const { return machine_; }
+
+ private:
+  static std::string mib(double bytes) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f", bytes / (1 << 20));
+    return b;
+  }
+  const candidate& smallest() const {
+    return *std::min_element(
+        candidates_.begin(), candidates_.end(),
+        [](const auto& a, const auto& b) { return a.cost.bytes_made < b.cost.bytes_made; });
+  }
+
+  machine_model machine_;
+  double budget_;
+  std::vector<candidate> candidates_;
+};
+
+}  // namespace meshpp
