@@ -3,6 +3,8 @@
 # MODE=fail: COMPILE (the compiler on SOURCE, syntax only) must fail, and every
 #            `// expect-error: <regex>` line at the top of SOURCE must match the compiler's
 #            output (a failure for another reason, such as a typo in the case, does not pass).
+#            The regexes match g++ and clang alike: g++ prints `shape<batch> >` where clang
+#            prints `shape<batch>>`, so a closing `> >` is written `> ?>`.
 # MODE=pass: COMPILE (the same file with MESHPP_COMPILE_FAIL_TWIN defined) must succeed, so
 #            a case cannot pass because the harness is broken.
 foreach(var COMPILE SOURCE MODE)

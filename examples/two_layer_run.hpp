@@ -36,7 +36,10 @@ result run(const Mesh& mesh, const options& o, const reference* ref) {
   // The same step with the backward pass from the gradient machinery: the forward ops are
   // recorded, and vjp(y, dy, ...) runs their gradients (the paper's backward pass is seeded
   // with dy, so no loss is reduced).
-  const auto tx = mp::trace(x), tw = mp::trace(w), tv = mp::trace(v), tbias = mp::trace(bias);
+  const auto tx = mp::trace(x);  // one declarator each: `auto` deduces one type per declaration
+  const auto tw = mp::trace(w);
+  const auto tv = mp::trace(v);
+  const auto tbias = mp::trace(bias);
   auto autodiff_step = [&](std::uint64_t* forward_values) {
     auto h = mp::relu(mp::einsum<bh>(tx, tw) + tbias);
     auto y = mp::einsum<bi>(h, tv);

@@ -50,6 +50,25 @@ using wide_t = mp::tensor_of<std::int64_t, mp::shape<rows, extra>, mesh_t>;
 using replicated_t = mp::tensor_of<double, mp::shape<extra>, mesh_t>;
 using scalar_t = mp::tensor_of<float, mp::shape<>, mesh_t>;
 
+// checkpoint::add's constraints, tested in the language (the library's others:
+// unit/requires_rules.cpp). add(variables...): variables, which carry their names; a tensor
+// needs one given.
+template <class... X>
+concept addable = requires(mp::checkpoint& c, X&... x) {
+  c.add(x...);
+};
+static_assert(addable<mp::variable<matrix_t>, mp::variable<counts_t>>);
+static_assert(!addable<matrix_t>);
+static_assert(!addable<>);
+// add(name, x): anything but an optimizer, which add(opt) takes (its state names itself)
+template <class X>
+concept addable_by_name = requires(mp::checkpoint& c, X& x) {
+  c.add("x", x);
+};
+static_assert(addable_by_name<matrix_t> && addable_by_name<std::int64_t>);
+static_assert(!addable_by_name<mp::sgd>);
+static_assert(addable<mp::sgd>);  // add(opt)
+
 std::vector<std::array<int, 3>> layouts() {
   return meshpp_test::mesh_shapes<3>(world().size(), {8, 12, world().size()});
 }

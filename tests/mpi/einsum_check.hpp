@@ -13,13 +13,13 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <source_location>
 #include <string_view>
 #include <type_traits>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
 
+#include "source_location.hpp"
 #include "testing.hpp"
 
 namespace einsum_test {
@@ -190,7 +190,7 @@ inline bool counted(const mp::counters& k, const expect& want, std::uint64_t n, 
 // verify(counters_ok, values_ok, where): the two checks of every einsum, in one function that
 // is not a template (so no case instantiates assertion code of its own), naming the line of
 // the case that failed
-inline void verify(bool counters_ok, bool values_ok, const std::source_location& where) {
+inline void verify(bool counters_ok, bool values_ok, const meshpp_test::source_location& where) {
   INFO("the einsum checked at " << where.file_name() << ":" << where.line());
   CHECK_ALL_RANKS(counters_ok);
   CHECK_ALL_RANKS(values_ok);
@@ -200,9 +200,10 @@ inline void verify(bool counters_ok, bool values_ok, const std::source_location&
 // whose inputs are the global arrays ga and gb) right after resetting the counters, and
 // checks its gathered result against the reference and its counters against want.
 template <class Out, class SA, class SB, class Mesh, class Call, class GA, class GB, class Sizes>
-void check_call(const Mesh& m, Call&& call, const GA& ga, const GB& gb, const Sizes& sizes,
-                const expect& want, bool flops = true,
-                const std::source_location& where = std::source_location::current()) {
+void check_call(
+    const Mesh& m, Call&& call, const GA& ga, const GB& gb, const Sizes& sizes, const expect& want,
+    bool flops = true,
+    const meshpp_test::source_location& where = meshpp_test::source_location::current()) {
   m.counters().reset();
   const auto c = call();
   using C = std::remove_cvref_t<decltype(c)>;
@@ -216,7 +217,7 @@ void check_call(const Mesh& m, Call&& call, const GA& ga, const GB& gb, const Si
 // check<Out>(a, b, sizes, want): einsum<Out>(a, b) of two tensors, checked as above
 template <class Out, class A, class B, class Sizes>
 void check(const A& a, const B& b, const Sizes& sizes, const expect& want,
-           const std::source_location& where = std::source_location::current()) {
+           const meshpp_test::source_location& where = meshpp_test::source_location::current()) {
   check_call<Out, typename A::shape_type, typename B::shape_type>(
       a.mesh(), [&] { return mp::einsum<Out>(a, b); }, mp::gather(a), mp::gather(b), sizes, want,
       true, where);

@@ -49,7 +49,10 @@ struct inputs {
 
 TEST_CASE("operands whose same-named dims differ in size throw on every rank") {
   inputs in;
-  const auto& [m, a, b, A, Bm] = in;
+  // references, not a structured binding: lambdas below capture them, which C++20 allows of
+  // bindings but clang before 16 rejects
+  const auto& m = in.m;
+  const auto& a = in.a;
   const auto h8 = mp::zeros<float, hidden>(m, mp::extents{hidden{} = 8});
   const auto s = mp::zeros<float, seq>(m, sizes);
   using meshpp_test::throws_with;
@@ -85,7 +88,13 @@ TEST_CASE("operands on different meshes of one type throw on every rank") {
 
 TEST_CASE("expressions own rvalue tensors and refer to lvalue ones") {
   inputs in;
-  auto& [m, a, b, A, Bm] = in;
+  // references, not a structured binding: lambdas below capture them, which C++20 allows of
+  // bindings but clang before 16 rejects
+  auto& m = in.m;
+  auto& a = in.a;
+  auto& b = in.b;
+  auto& A = in.A;
+  auto& Bm = in.Bm;
   // the temporary eval(a + b) lives inside the expression after this statement ends
   const auto owned = mp::relu(mp::eval(a + b));
   // a tensor made inside a function and returned inside an expression

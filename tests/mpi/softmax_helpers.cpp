@@ -76,7 +76,18 @@ template <class Mesh>
 void check_where(const Mesh& m) {
   CAPTURE(m.describe());
   const where_operands o(m);
-  const auto& [x, y, bias, c, below, X, Y, B, C, S] = o;
+  // references, not a structured binding: lambdas below capture them, which C++20 allows of
+  // bindings but clang before 16 rejects
+  const auto& x = o.x;
+  const auto& y = o.y;
+  const auto& bias = o.bias;
+  const auto& c = o.c;
+  const auto& below = o.below;
+  const auto& X = o.X;
+  const auto& Y = o.Y;
+  const auto& B = o.B;
+  const auto& C = o.C;
+  const auto& S = o.S;
   // a's dims first: the condition [hidden, batch] leaves x's order alone, a scalar a adds none
   static_assert(std::is_same_v<shape_of<decltype(mp::where(c, x, 0.0))>, mp::shape<batch, hidden>>);
   CHECK_ALL_RANKS(agrees(

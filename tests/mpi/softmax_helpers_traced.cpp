@@ -84,7 +84,14 @@ template <class Mesh>
 void check_traced_where(const Mesh& m) {
   CAPTURE(m.describe());
   const where_operands o(m);
-  const auto& [x, y, bias, c, below, X, Y, B, C, S] = o;
+  // references, not a structured binding: lambdas below capture them, which C++20 allows of
+  // bindings but clang before 16 rejects
+  const auto& x = o.x;
+  const auto& c = o.c;
+  const auto& below = o.below;
+  const auto& X = o.X;
+  const auto& C = o.C;
+  const auto& S = o.S;
   const auto xt = mp::trace(x);
   {
     const auto w = mp::where(c, xt, -1.0);

@@ -11,10 +11,10 @@
 #include <array>
 #include <cstddef>
 #include <limits>
-#include <source_location>
 #include <type_traits>
 
 #include "reference.hpp"
+#include "source_location.hpp"
 #include "testing.hpp"
 
 namespace meshpp_test {
@@ -103,7 +103,8 @@ inline void check_slice_and_whole(bool slice_matches, bool whole_matches) {
 // check_counters says. Failures name the caller's line.
 template <class Mesh, class F, std::size_t K>
 void check_reduction(const Mesh& m, F&& f, const xt::xtensor<double, K>& want, double tol,
-                     unsigned mask, std::source_location at = std::source_location::current()) {
+                     unsigned mask,
+                     meshpp_test::source_location at = meshpp_test::source_location::current()) {
   INFO("check_reduction called from line " << at.line());
   m.counters().reset();
   const auto out = f();

@@ -22,6 +22,7 @@
 // Comparisons of traced tensors (a > 0) are plain bool expressions over their values.
 #pragma once
 
+#include <cmath>
 #include <concepts>
 #include <memory>
 #include <type_traits>
@@ -65,6 +66,18 @@ auto traced_binary(const A& a, const B& b, Forward forward, GradA grad_a, GradB 
 
 }  // namespace detail
 
+namespace detail {
+// log_of(x): log(x) of a tensor or expression (lazy), std::log(x) of a number: meshpp::log
+// takes expressions only, and hides std::log inside namespace meshpp
+template <class X>
+auto log_of(const X& x) {
+  if constexpr (std::is_arithmetic_v<X>)
+    return std::log(x);
+  else
+    return log(x);
+}
+}  // namespace detail
+
 #define MESHPP_TRACED_BINARY(NAME, FORWARD, GRAD_A, GRAD_B)                                  \
   template <class A, class B>                                                                \
   requires detail::traced_pair<A, B>                                                         \
@@ -85,8 +98,9 @@ MESHPP_TRACED_BINARY(operator+, x + y, g, g)
 MESHPP_TRACED_BINARY(operator-, x - y, g, -g)
 MESHPP_TRACED_BINARY(operator*, x* y, g* y, g* x)
 MESHPP_TRACED_BINARY(operator/, x / y, g / y, -g* out / y)
-// pow(a, b): d/da = b a^(b-1) = b y / a would divide by zero at a = 0, so a^(b-1) is computed
-MESHPP_TRACED_BINARY(pow, pow(x, y), g* y* pow(x, y - 1), g* log(x) * out)
+// pow(a, b): d/da = b a^(b-1) = b y / a would divide by zero at a = 0, so a^(b-1) is computed;
+// d/db = ln(a) y, with a plain number a in pow(2, b) (detail::log_of)
+MESHPP_TRACED_BINARY(pow, pow(x, y), g* y* pow(x, y - 1), g* detail::log_of(x) * out)
 // maximum(a, b), minimum(a, b): the gradient goes to the operand chosen (a on ties)
 MESHPP_TRACED_BINARY(maximum, maximum(x, y), where(x >= y, g, 0), where(x >= y, 0, g))
 MESHPP_TRACED_BINARY(minimum, minimum(x, y), where(x <= y, g, 0), where(x <= y, 0, g))

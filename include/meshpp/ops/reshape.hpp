@@ -137,9 +137,13 @@ struct layout_from {
     else
       return layout<split<dim_at_t<S, I>, dim_at_t<AxesShape, std::size_t(A[I])>>>{};
   }
-  using type = decltype([]<std::size_t... I>(std::index_sequence<I...>) {
+  // a function, not a lambda in decltype: clang 14 crashes reading such a lambda back from a
+  // precompiled header (the tests' PCH)
+  template <std::size_t... I>
+  static auto rules(std::index_sequence<I...>) {
     return (layout<>{} + ... + rule<I>());
-  }(std::make_index_sequence<S::rank>{}));
+  }
+  using type = decltype(rules(std::make_index_sequence<S::rank>{}));
 };
 
 // KeepRunSplits: false keeps only the splits of dims that both shapes have (always legal)

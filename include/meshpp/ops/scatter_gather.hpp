@@ -23,6 +23,7 @@
 #include "meshpp/core/blocks.hpp"
 #include "meshpp/core/detail/agree.hpp"
 #include "meshpp/core/detail/row_major.hpp"
+#include "meshpp/core/dim.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/tensor.hpp"
@@ -53,6 +54,10 @@ std::string shape_text(const std::array<std::size_t, N>& s) {
   for (std::size_t i = 0; i < N; ++i) detail::append(out, i ? ", " : "", s[i]);
   return out + "]";
 }
+// mesh_and_dims<Mesh, Dims...>: scatter<Dims...>(mesh, ...)'s arguments, a mesh and dims (so
+// that scatter<Tensor>(m, ...) with m of another mesh type is no call of that form)
+template <class Mesh, class... Dims>
+concept mesh_and_dims = is_mesh_v<Mesh> &&(dim_name<Dims>&&...);
 }  // namespace detail
 
 // scatter<Tensor>(mesh, sizes, global): each rank keeps its slice of `global`, an xtensor
@@ -86,7 +91,7 @@ requires is_tensor_v<Tensor> Tensor scatter(const typename Tensor::mesh_type& m,
 }
 // scatter<Dims...>(mesh, sizes, global): laid out by the mesh's rules; T from `global`
 template <class... Dims, class Mesh, class Global, class... E>
-requires is_mesh_v<Mesh>
+requires detail::mesh_and_dims<Mesh, Dims...>
 auto scatter(const Mesh& m, const extents<E...>& sizes, const Global& global) {
   using T = std::decay_t<typename Global::value_type>;
   return scatter<tensor_of<T, shape<Dims...>, Mesh>>(m, sizes, global);

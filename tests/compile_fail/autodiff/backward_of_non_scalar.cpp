@@ -1,5 +1,5 @@
 // expect-error: meshpp::backward\(loss\): loss must be a scalar
-// expect-error: loss_is_not_a_scalar<meshpp::shape<batch> >
+// expect-error: loss_is_not_a_scalar<meshpp::shape<batch> ?>
 //
 // backward() seeds the loss with 1: a per-example loss[batch] must be reduced first (the
 // twin takes its mean).

@@ -1,5 +1,5 @@
 // expect-error: meshpp::gradients\(loss, xs\.\.\.\): loss must be a scalar
-// expect-error: loss_is_not_a_scalar<meshpp::shape<batch, hidden> >
+// expect-error: loss_is_not_a_scalar<meshpp::shape<batch, hidden> ?>
 //
 // A gradient differentiates one number: y[batch, hidden] has dims. The twin reduces it first.
 #include <meshpp/autodiff/einsum.hpp>

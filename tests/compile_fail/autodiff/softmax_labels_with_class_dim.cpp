@@ -1,5 +1,5 @@
 // expect-error: meshpp::softmax_cross_entropy<Classes>\(logits, labels\): labels must have the dims of logits except Classes
-// expect-error: labels_must_have_the_logits_dims_but_the_class_dim<meshpp::shape<batch, classes>, meshpp::shape<batch> >
+// expect-error: labels_must_have_the_logits_dims_but_the_class_dim<meshpp::shape<batch, classes>, meshpp::shape<batch> ?>
 //
 // Labels are class ids, one per example: [batch], not a [batch, classes] one-hot array (the
 // twin passes ids).

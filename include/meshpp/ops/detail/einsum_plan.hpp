@@ -81,9 +81,13 @@ struct scatter_plan {
   template <class D>
   using rule =
       std::conditional_t<scattered<D>, layout<split<D, mesh_dim_of_t<Requested, D>>>, layout<>>;
-  using rules = decltype([]<class... Dims>(shape<Dims...>*) {
+  // a function, not a lambda in decltype: clang 14 crashes reading such a lambda back from a
+  // precompiled header (the tests' PCH)
+  template <class... Dims>
+  static auto rules_of(shape<Dims...>*) {
     return (layout<>{} + ... + rule<Dims>{});
-  }(static_cast<Out*>(nullptr)));
+  }
+  using rules = decltype(rules_of(static_cast<Out*>(nullptr)));
   using allreduced = shape_difference_t<Summed, split_mesh_dims_t<rules, Out>>;
 };
 
