@@ -9,6 +9,9 @@
 // --report LAYOUT prints that layout's plan operation by operation. --check (under mpiexec with
 // --ranks ranks) also runs each step for real and compares the plan with the counters of the
 // run, per operation, on every rank: it prints "plan == counters" or exits non-zero.
+// Then the layout search (README "Layout search") ranks the layouts, data+model on every mesh
+// shape of the ranks, by the price of their plans on the machine model in --machine FILE
+// (default meshpp-machine.txt, from examples/calibrate; built-in defaults without it).
 #include <meshpp/meshpp.hpp>
 
 #include <cstdint>
@@ -20,6 +23,8 @@
 #include <boost/mpi/operations.hpp>
 
 #include "arguments.hpp"
+
+#include <meshpp/plan/search.hpp>
 
 namespace mp = meshpp;
 
@@ -44,6 +49,7 @@ struct options {
   std::size_t batch = 100, hidden = 1024;
   std::string report;  // a layout whose plan to print whole
   bool check = false;
+  std::string machine = "meshpp-machine.txt";
 };
 
 // one training step, as examples/mnist trains (images and labels made here: a plan reads none)
@@ -104,6 +110,8 @@ int main(int argc, char** argv) {
         o.report = args.text();
       else if (args.is("--check"))
         o.check = true;
+      else if (args.is("--machine"))
+        o.machine = args.text();
       else
         args.unknown();
     }
@@ -118,9 +126,21 @@ int main(int argc, char** argv) {
     bool ok = plan_layout<mesh_data>("data", {o.ranks}, o, talk);
     ok = plan_layout<mesh_model>("model", {o.ranks}, o, talk) && ok;
     ok = plan_layout<mesh_data_model>("data+model", grid, o, talk) && ok;
-    if (o.check) {
-      if (talk) std::printf(ok ? "plan == counters\n" : "plan != counters\n");
-      return ok ? 0 : 1;
+    if (o.check && talk) std::printf(ok ? "plan == counters\n" : "plan != counters\n");
+    if (!ok) return 1;
+    // the search: every layout on every mesh shape of the ranks, priced
+    mp::layout_search search(mp::machine_model::load_or_defaults(o.machine));
+    search.add<mesh_data>("data", {o.ranks}, [&](const mesh_data& m) { step(m, o); });
+    search.add<mesh_model>("model", {o.ranks}, [&](const mesh_model& m) { step(m, o); });
+    for (int r = 1; r <= o.ranks; ++r) {
+      if (o.ranks % r == 0) {
+        search.add<mesh_data_model>("data+model", {r, o.ranks / r},
+                                    [&](const mesh_data_model& m) { step(m, o); });
+      }
+    }
+    if (talk) {
+      std::printf("\nlayout search, priced on %s\n%s", search.machine().source.c_str(),
+                  search.table().c_str());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
