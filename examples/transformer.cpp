@@ -235,23 +235,16 @@ int main(int argc, char** argv) {
     if (text.train_ids.size() <= o.seq + 1)
       throw mp::error("transformer: the training text is shorter than one window (--seq + 1)");
     const int n = world.size();
+    options chosen = o;
+    auto grid = mp::balanced_grid<2>(n);  // data+model's mesh, unless the search picks one
     if (o.layout == "auto") {
       const auto search = search_layouts(plan_ranks > 0 ? plan_ranks : n, o, text.vocab_size());
       if (plan_ranks > 0) return 0;
       const auto best = search.best();
-      options chosen = o;
       chosen.layout = best.name;
-      const auto& shape = best.steps.mesh_sizes();
-      if (best.name == "data")
-        transformer_example::run(mesh_data({n}), text, chosen);
-      else if (best.name == "model")
-        transformer_example::run(mesh_model({n}), text, chosen);
-      else
-        transformer_example::run(
-            mesh_data_model(mesh_data_model::coordinates_type{shape[0], shape[1]}), text, chosen);
-      return 0;
-    }
-    if (plan_ranks > 0) {
+      if (best.name == "data+model")
+        grid = {best.steps.mesh_sizes()[0], best.steps.mesh_sizes()[1]};
+    } else if (plan_ranks > 0) {
       const std::size_t vocab = text.vocab_size();
       if (o.layout == "data")
         print_plan<mesh_data>({plan_ranks}, o, vocab);
@@ -261,12 +254,12 @@ int main(int argc, char** argv) {
         print_plan<mesh_data_model>(mp::balanced_grid<2>(plan_ranks), o, vocab);
       return 0;
     }
-    if (o.layout == "data") {
-      transformer_example::run(mesh_data({n}), text, o);
-    } else if (o.layout == "model") {
-      transformer_example::run(mesh_model({n}), text, o);
+    if (chosen.layout == "data") {
+      transformer_example::run(mesh_data({n}), text, chosen);
+    } else if (chosen.layout == "model") {
+      transformer_example::run(mesh_model({n}), text, chosen);
     } else {
-      transformer_example::run(mesh_data_model(mp::balanced_grid<2>(n)), text, o);
+      transformer_example::run(mesh_data_model(grid), text, chosen);
     }
   } catch (const mp::error& e) {
     // every rank threw (before any rank went on); each says why

@@ -189,13 +189,7 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
 
   // group_size(mask): the number of ranks in this rank's group over the mesh dims in the bit
   // set mask (what communicator(mask).size() is, known on a planned mesh too)
-  int group_size(unsigned mask) const {
-    int p = 1;
-    for (std::size_t i = 0; i < ndims; ++i) {
-      if (mask & (1u << i)) p *= state_->sizes[i];
-    }
-    return p;
-  }
+  int group_size(unsigned mask) const { return detail::group_size(state_->sizes, mask); }
   // group_rank(mask): this rank's place in that group (communicator(mask).rank())
   int group_rank(unsigned mask) const {
     return detail::linear_index(state_->coordinates, state_->sizes, mask);
@@ -257,19 +251,23 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
     int rank = 0, size = 1;
     bool planned = false;
 
+    // check_positive(who, s): throws unless every size is at least 1 (the same on every rank)
+    static void check_positive(const char* who, const coordinates_type& s) {
+      for (std::size_t i = 0; i < ndims; ++i) {
+        if (s[i] < 1) {
+          throw error(std::string(who) + ": mesh shape " + describe(s) +
+                      " has a mesh dim of size " + std::to_string(s[i]) +
+                      "; every mesh dim needs at least 1 rank");
+        }
+      }
+    }
+
     // a planned mesh's: sizes and coordinates only (world is unused: a default communicator
     // handle, which is MPI_COMM_WORLD attached, and needs no MPI call)
     state(const coordinates_type& s, int as_rank) : sizes(s), planned(true) {
       const std::string shape_text = describe(s);
-      long long product = 1;
-      for (std::size_t i = 0; i < ndims; ++i) {
-        if (s[i] < 1) {
-          throw error("meshpp::mesh::planned: mesh shape " + shape_text +
-                      " has a mesh dim of size " + std::to_string(s[i]) +
-                      "; every mesh dim needs at least 1 rank");
-        }
-        product *= s[i];
-      }
+      check_positive("meshpp::mesh::planned", s);
+      const long long product = std::accumulate(s.begin(), s.end(), 1LL, std::multiplies<>());
       if (as_rank < 0 || as_rank >= product) {
         throw error("meshpp::mesh::planned: rank " + std::to_string(as_rank) +
                     " is not a rank of mesh " + shape_text + " (0 to " +
@@ -304,12 +302,7 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
                       " on others (this rank: " + shape_text + ")");
         }
       }
-      for (std::size_t i = 0; i < ndims; ++i) {
-        if (s[i] < 1) {
-          throw error("meshpp::mesh: mesh shape " + shape_text + " has a mesh dim of size " +
-                      std::to_string(s[i]) + "; every mesh dim needs at least 1 rank");
-        }
-      }
+      check_positive("meshpp::mesh", s);
       if (product != world.size()) {
         throw error("meshpp::mesh: mesh shape " + shape_text + " needs " + std::to_string(product) +
                     " ranks, but the communicator has " + std::to_string(world.size()));

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "meshpp/core/counters.hpp"
+#include "meshpp/core/detail/row_major.hpp"
 #include "meshpp/core/mesh.hpp"
 
 namespace meshpp {
@@ -55,34 +56,14 @@ class plan {
   const std::string& mesh() const { return mesh_text_; }
   const std::vector<int>& mesh_sizes() const { return mesh_sizes_; }
   // group_size(mask): the ranks in a group over the mesh dims in the bit set mask
-  int group_size(unsigned mask) const {
-    int p = 1;
-    for (std::size_t i = 0; i < mesh_sizes_.size(); ++i) {
-      if (mask & (1u << i)) p *= mesh_sizes_[i];
-    }
-    return p;
-  }
+  int group_size(unsigned mask) const { return detail::group_size(mesh_sizes_, mask); }
   // mesh_dims_text(mask): "rows,cols"
   std::string mesh_dims_text(unsigned mask) const { return counts_.mesh_dims_text(mask); }
 
-  // total(c): collective c over every operation and set of mesh dims
-  collective_count total(collective c) const {
-    collective_count t;
-    for (const auto& o : operations()) {
-      for (const auto& e : o.collectives) {
-        if (e.kind != c) continue;
-        t.calls += e.count.calls;
-        t.values += e.count.values;
-        t.bytes_sent += e.count.bytes_sent;
-      }
-    }
-    return t;
-  }
-  std::uint64_t flops() const {
-    std::uint64_t f = 0;
-    for (const auto& o : operations()) f += o.flops;
-    return f;
-  }
+  // total(c): collective c over every operation and set of mesh dims; flops(): einsum's
+  // (the counters keep both whole as well as by operation)
+  collective_count total(collective c) const { return counts_.total(c); }
+  std::uint64_t flops() const { return counts_.einsum_flops(); }
   std::uint64_t bytes_made() const {
     std::uint64_t b = 0;
     for (const auto& o : operations()) b += o.bytes_made;

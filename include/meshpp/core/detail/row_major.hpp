@@ -34,6 +34,17 @@ constexpr typename Coords::value_type linear_index(const Coords& coords, const S
   return index;
 }
 
+// group_size(sizes, mask): the number of ranks in a group over the dims in mask (the product of
+// their sizes): a mesh's sub-communicator sizes, known without one (mesh::planned, plans)
+template <class Sizes>
+constexpr typename Sizes::value_type group_size(const Sizes& sizes, unsigned mask) {
+  typename Sizes::value_type p = 1;
+  for (std::size_t i = 0; i < std::size(sizes); ++i) {
+    if (mask & (1u << i)) p *= sizes[i];
+  }
+  return p;
+}
+
 // set_coordinates(index, sizes, coords, mask = all_dims): coords along the dims in mask set to
 // those of row-major index `index` over them; the other coords kept. sizes and coords are
 // std::arrays (a mesh's) or std::vectors of one length (a layout drawing's, io/draw.hpp, whose
