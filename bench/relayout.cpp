@@ -76,5 +76,38 @@ int main(int argc, char** argv) {
     bench::print(mesh.world(), "relayout", "d_model:all -> seq:all " + name, "MPI_Alltoall",
                  to_seq);
   }
+  {
+    // uneven splits (README "Uneven splits"): both dims one short of a multiple of the ranks,
+    // so every block has its own size; against MPI_Alltoallv of exactly those blocks
+    const std::size_t rows = 4096 - 1, cols = 1024 - 1;
+    const auto sizes = mp::extents{batch{} = rows, d_model{} = cols};
+    const auto dp = mp::random_normal<float, batch, d_model>(mesh, sizes, 3);
+    const auto mp_copy = mp::relayout<model_parallel>(dp);
+    if (!(mp::gather(mp_copy) == mp::gather(dp))) throw mp::error("relayout bench: results differ");
+    const auto p = static_cast<std::size_t>(n), me = static_cast<std::size_t>(mesh.rank());
+    std::vector<int> send_counts(p), recv_counts(p), send_at(p), recv_at(p);
+    int s = 0, r = 0;
+    for (std::size_t j = 0; j < p; ++j) {
+      // to member j: my rows of its columns; from member j: its rows of my columns
+      send_counts[j] = static_cast<int>(mp::detail::stripe_size(rows, p, me) *
+                                        mp::detail::stripe_size(cols, p, j));
+      recv_counts[j] = static_cast<int>(mp::detail::stripe_size(rows, p, j) *
+                                        mp::detail::stripe_size(cols, p, me));
+      send_at[j] = s;
+      recv_at[j] = r;
+      s += send_counts[j];
+      r += recv_counts[j];
+    }
+    std::vector<float> send(static_cast<std::size_t>(s)), recv(static_cast<std::size_t>(r));
+    const std::string name = "[batch 4095, d_model 1023] float (uneven)";
+    const auto to_model = bench::compare(
+        mesh.world(), [&] { auto t = mp::relayout<model_parallel>(dp); },
+        [&] {
+          MPI_Alltoallv(send.data(), send_counts.data(), send_at.data(), MPI_FLOAT, recv.data(),
+                        recv_counts.data(), recv_at.data(), MPI_FLOAT, MPI_COMM_WORLD);
+        });
+    bench::print(mesh.world(), "relayout", "batch:all -> d_model:all " + name, "MPI_Alltoallv",
+                 to_model);
+  }
   return 0;
 }

@@ -591,7 +591,7 @@ TEST_CASE("allgather, alltoall and reduce_scatter of blocks of their own sizes")
                                                     std::span<double>(short_out),
                                                     std::span<const std::size_t>(counts));
         },
-        {"meshpp::allgather: this member's block holds"}));
+        {"meshpp::allgather: the buffers hold"}));
   }
   mp::detail::mpi_count_limit = old_limit;
 }

@@ -203,6 +203,32 @@ inline void check_block_counts(const char* who, std::span<const std::size_t> cou
   }
 }
 
+// group_blocks: a group's blocks of their own sizes: the group's size p, this member's place
+// me in it, and where each block starts when they lie back to back (at[p]: their total)
+struct group_blocks {
+  std::size_t p, me;
+  std::vector<std::size_t> at;
+};
+
+// blocks_of(who, m, mask, counts, whole, mine): this rank's group over the mesh dims in mask
+// and its blocks, after checking that there is one count per member, that the buffer of all
+// blocks holds `whole` values as the counts say, and this member's buffer its own block
+template <class Mesh>
+group_blocks blocks_of(const char* who, const Mesh& m, unsigned mask,
+                       std::span<const std::size_t> counts, std::size_t whole, std::size_t mine) {
+  const auto p = static_cast<std::size_t>(m.group_size(mask));
+  const auto me = static_cast<std::size_t>(m.group_rank(mask));
+  check_block_counts(who, counts, p);
+  group_blocks b{p, me, block_offsets(counts)};
+  if (whole != b.at[p] || mine != counts[me]) {
+    throw error(std::string(who) + ": the buffers hold " + std::to_string(whole) +
+                " values of all blocks and " + std::to_string(mine) +
+                " of this member's; the counts say " + std::to_string(b.at[p]) + " and " +
+                std::to_string(counts[me]));
+  }
+  return b;
+}
+
 // as_counts(counts, at): MPI's int counts and displacements of blocks back to back
 inline std::pair<std::vector<int>, std::vector<int>> as_counts(std::span<const std::size_t> counts,
                                                                const std::vector<std::size_t>& at) {
@@ -302,15 +328,11 @@ struct allgather<over<Ms...>> {
   static void run_blocks(const Mesh& m, std::span<const T> in, std::span<T> out,
                          std::span<const std::size_t> counts) {
     using g = detail::group_of<Mesh, Ms...>;
-    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
-    const std::size_t me = static_cast<std::size_t>(m.group_rank(g::mask));
-    detail::check_block_counts("meshpp::allgather", counts, p);
-    const auto at = detail::block_offsets(counts);
-    if (in.size() != counts[me] || out.size() != at[p]) {
-      throw error("meshpp::allgather: this member's block holds " + std::to_string(in.size()) +
-                  " values and the output " + std::to_string(out.size()) + "; the counts say " +
-                  std::to_string(counts[me]) + " and " + std::to_string(at[p]));
-    }
+    // (not structured bindings: clang 14 does not let lambdas capture them)
+    const auto blocks =
+        detail::blocks_of("meshpp::allgather", m, g::mask, counts, out.size(), in.size());
+    const std::size_t p = blocks.p, me = blocks.me;
+    const auto& at = blocks.at;
     m.counters().record(collective::allgather, g::mask, in.size(),
                         detail::bytes<T>(out.size() - in.size()));
     if (m.planning()) return;
@@ -503,15 +525,11 @@ struct reduce_scatter<over<Ms...>, Op> {
   static void run_blocks(const Mesh& m, std::span<const T> in, std::span<T> out,
                          std::span<const std::size_t> counts) {
     using g = detail::group_of<Mesh, Ms...>;
-    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
-    const std::size_t me = static_cast<std::size_t>(m.group_rank(g::mask));
-    detail::check_block_counts("meshpp::reduce_scatter", counts, p);
-    const auto at = detail::block_offsets(counts);
-    if (in.size() != at[p] || out.size() != counts[me]) {
-      throw error("meshpp::reduce_scatter: the input holds " + std::to_string(in.size()) +
-                  " values and the output " + std::to_string(out.size()) + "; the counts say " +
-                  std::to_string(at[p]) + " and " + std::to_string(counts[me]));
-    }
+    // (not structured bindings: clang 14 does not let lambdas capture them)
+    const auto blocks =
+        detail::blocks_of("meshpp::reduce_scatter", m, g::mask, counts, in.size(), out.size());
+    const std::size_t p = blocks.p, me = blocks.me;
+    const auto& at = blocks.at;
     m.counters().record(collective::reduce_scatter, g::mask, in.size(),
                         detail::bytes<T>(in.size() - out.size()));
     if (m.planning()) return;
