@@ -57,7 +57,6 @@ auto halo_exchange(const Tensor& t, std::size_t width, boundary b = boundary::ze
   detail::check_dim_of<Dim, Tensor>();
   using T = typename Tensor::value_type;
   constexpr std::size_t ax = index_of_v<typename Tensor::shape_type, Dim>;
-  const long la = static_cast<long>(t.local_shape()[ax]);
   const long w = static_cast<long>(width);
   if (b == boundary::wrap && w > static_cast<long>(t.template extent<Dim>())) {
     throw error("meshpp::halo_exchange<" + std::string(Dim::name()) + ">: a halo of " +
@@ -66,10 +65,14 @@ auto halo_exchange(const Tensor& t, std::size_t width, boundary b = boundary::ze
   auto ext = t.local_shape();
   ext[ax] += 2 * width;
   halo_slice<T, Tensor::rank> h{xt::xtensor<T, Tensor::rank>(ext, T{}), width, ax};
+  // member q's output: its own stripe (of its own size, where the split is uneven) widened by
+  // the halo on both sides; every member computes every member's range alike
+  const auto stripes = detail::block_ranges<Dim>(t);
   detail::remap_along<Dim>(
       t, 0, b == boundary::wrap,
-      [la, w](int q) {
-        return detail::index_range{q * la - w, (q + 1) * la + w};
+      [stripes, w](int q) {
+        const auto r = stripes(q);
+        return detail::index_range{r.lo - w, r.hi + w};
       },
       h.data.data(), ext);
   return h;

@@ -187,10 +187,26 @@ struct operand_gather_plan {
   using moved_layout = layout_for_t<
       layout_merge_t<without_mesh_dim_t<md, typename X::layout_type>, layout<typename ring::rule>>,
       typename X::shape_type>;
-  // gathers_less(a, b, p): moving the operands sends fewer values than the ring
+  // counted(x, p): x's local size, with its dim split over md counted at its longest stripe
+  // (the members of md's group hold stripes of different sizes where the split is uneven, and
+  // must all make the same choice; they agree on every other dim)
+  template <class X>
+  static std::size_t counted(const X& x, std::size_t p) {
+    std::size_t n = 1;
+    for_each_index<X::rank>([&](auto i) {
+      using dim = dim_at_t<typename X::shape_type, i.value>;
+      if constexpr (std::is_same_v<mesh_dim_of_t<typename X::layout_type, dim>, md>)
+        n *= (x.template extent<dim>() + p - 1) / p;
+      else
+        n *= x.local_shape()[i];
+    });
+    return n;
+  }
+  // gathers_less(a, b, p): moving the operands sends fewer values than the ring (the same
+  // answer on every member of md's group)
   static bool gathers_less(const A& a, const B& b, std::size_t p) {
-    const std::size_t moved = ring::along_m ? a.local().size() + p * b.local().size()
-                                            : b.local().size() + p * a.local().size();
+    const std::size_t moved =
+        ring::along_m ? counted(a, p) + p * counted(b, p) : counted(b, p) + p * counted(a, p);
     std::size_t product = 1;  // the whole local partial product: p times the result's block
     for_each_index<Out::rank>([&](auto i) {
       using dim = dim_at_t<Out, i.value>;
