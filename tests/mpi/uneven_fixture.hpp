@@ -1,4 +1,4 @@
-// Shared by uneven.cpp and uneven_movement.cpp: tensors whose split dims the mesh dims do not
+// Shared by uneven.cpp and uneven_movement.cpp (forward operations): tensors whose split dims the mesh dims do not
 // divide (sizes 1, 7 and 13 on meshes of 1 to 4 ranks). The convention, restated here
 // independently of the library: a dim of size n split over p ranks is cut into near-equal
 // blocks in coordinate order, the first n % p of them one longer; the rank at coordinate c
@@ -46,8 +46,10 @@ MESHPP_DIM(c);
 namespace uneven {
 
 #ifdef MESHPP_UNEVEN_TEST_EVEN
+inline constexpr bool even_sizes = true;
 inline constexpr std::size_t s1 = 4, s7 = 8, s13 = 12;
 #else
+inline constexpr bool even_sizes = false;  // the committed sizes
 inline constexpr std::size_t s1 = 1, s7 = 7, s13 = 13;
 #endif
 
@@ -151,7 +153,7 @@ std::array<std::size_t, N> index_of(std::size_t flat, const std::array<std::size
 
 // input<Tensor>(m, sizes, seed): value_at(seed, global index) under Tensor's layout
 template <class Tensor, class Sizes>
-Tensor input(const mesh_t& m, const Sizes& sizes, std::uint64_t seed) {
+Tensor input(const typename Tensor::mesh_type& m, const Sizes& sizes, std::uint64_t seed) {
   return mp::generate<Tensor>(m, sizes, [seed](const auto& g) {
     return static_cast<typename Tensor::value_type>(value_at(seed, g));
   });
