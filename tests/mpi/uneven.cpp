@@ -3,8 +3,8 @@
 // (uneven_fixture.hpp states the convention). On the squarest grid, one row and one column
 // of all the ranks, under every layout of a matrix [i, j] on [r, c]:
 //   - making tensors: each rank's offsets and shape follow the convention; generated values sit
-//     at their global index; random tensors equal, bit for bit, the same random tensor held
-//     whole on every rank;
+//     at their global index (iota too); random tensors equal, bit for bit, the same random
+//     tensor held whole on every rank;
 //   - component-wise expressions broadcasting and transposing by name, where and comparisons;
 //   - reductions (sum, mean, max, min, and to a scalar) over split and whole dims;
 //   - einsum with the contracted dim split, free dims split, one operand split, batch dims,
@@ -62,6 +62,20 @@ TEST_CASE("uneven: making tensors (offsets, shapes, values, random) under every 
       const auto whole_f = mp::random_uniform<tensor_t<replicated, float, i, j>>(m, sizes, 6, -1, 3);
       check("random_uniform float", mp::random_uniform<tensor_t<L, float, i, j>>(m, sizes, 6, -1, 3),
             meshpp_test::to_double(whole_f.local()), exact);
+    });
+    // iota along a split dim: each element's global index, on every shard
+    for_each_layout(list<replicated, i_r, i_c>{}, [&]<class L>() {
+      auto want = xt::xtensor<double, 1>::from_shape({s.i});
+      for (std::size_t a = 0; a < s.i; ++a) want(a) = static_cast<double>(a);
+      check("iota<i>", mp::iota<tensor_t<L, std::int32_t, i>>(m, sizes), want, exact);
+      // and a causal mask from two iotas: [i, j] with i <= j
+      xt::xtensor<double, 2> mask({s.i, s.j});
+      for (std::size_t a = 0; a < s.i; ++a)
+        for (std::size_t b = 0; b < s.j; ++b) mask(a, b) = a <= b ? 1.0 : 0.0;
+      check("iota<i> <= iota<j>",
+            mp::eval(mp::iota<tensor_t<L, std::int32_t, i>>(m, sizes) <=
+                     mp::iota<tensor_t<std::conditional_t<std::is_same_v<L, i_c>, j_r, j_c>, std::int32_t, j>>(m, sizes)),
+            mask, exact);
     });
     // three dims, two split
     using t3 = tensor_t<layout<split<k, r>, split<i, c>>, double, i, j, k>;

@@ -206,6 +206,24 @@ void check_result(const std::string& what, const result<N>& got,
   CHECK_ALL_RANKS(meshpp_test::matches(got.gathered, want, tol));
 }
 
+// convention_block(t, global, offsets, shape): the block of a tensor of t's type and mesh, of
+// global sizes `global`, that this rank holds by the convention
+template <class Tensor, std::size_t N>
+void convention_block(const Tensor& t, const std::array<std::size_t, N>& global,
+                      std::array<std::size_t, N>& offsets, std::array<std::size_t, N>& shape) {
+  constexpr auto axes = axes_of<Tensor>::value;
+  for (std::size_t d = 0; d < N; ++d) {
+    offsets[d] = 0;
+    shape[d] = global[d];
+    if (axes[d] >= 0) {
+      const auto p = static_cast<std::size_t>(t.mesh().sizes()[axes[d]]);
+      const auto coord = static_cast<std::size_t>(t.mesh().coordinates()[axes[d]]);
+      offsets[d] = stripe_begin(global[d], p, coord);
+      shape[d] = stripe_size(global[d], p, coord);
+    }
+  }
+}
+
 // check(what, t, want, tol): t's slice is the convention's block of want (offsets, shape and
 // values within tol; 0: equal), and t gathered is want
 template <class Tensor, std::size_t N>
@@ -215,18 +233,9 @@ void check(const std::string& what, const Tensor& t, const xt::xtensor<double, N
   result<N> got;
   got.offsets = t.local_offsets();
   got.shape = t.local_shape();
-  constexpr auto axes = axes_of<Tensor>::value;
-  for (std::size_t d = 0; d < N; ++d) {
-    const std::size_t n = want.shape()[d];
-    got.want_offsets[d] = 0;
-    got.want_shape[d] = n;
-    if (axes[d] >= 0) {
-      const auto p = static_cast<std::size_t>(t.mesh().sizes()[axes[d]]);
-      const auto coord = static_cast<std::size_t>(t.mesh().coordinates()[axes[d]]);
-      got.want_offsets[d] = stripe_begin(n, p, coord);
-      got.want_shape[d] = stripe_size(n, p, coord);
-    }
-  }
+  std::array<std::size_t, N> global{};
+  std::copy_n(want.shape().begin(), N, global.begin());
+  convention_block(t, global, got.want_offsets, got.want_shape);
   got.local = meshpp_test::to_double(xt::xtensor<typename Tensor::value_type, N>(t.local()));
   got.gathered = meshpp_test::to_double(mp::gather(t));
   check_result(what + " [" + mp::to_string(typename Tensor::layout_type{}) + "] on " +

@@ -6,7 +6,8 @@
 //     with the alltoall staged a few elements at a time;
 //   - reshape merging [i, j, k] into [ij, k] and splitting it back, and rename, under rules that
 //     split i, ij and j;
-//   - slice, pad, concat and shift (zero and wrap) along a split and a whole dim;
+//   - slice, pad, concat, shift and halo_exchange (zero and wrap) along a split and a whole dim,
+//     halos wider than the stripes included;
 //   - take<vocab> and one_hot<vocab> with vocab (13 and 7) split over 2 and 4 ranks, and their
 //     agreement with einsum over the one-hot tensor.
 // Every result bit for bit (or to rounding, for einsum) against a single-rank reference in plain
@@ -154,6 +155,31 @@ void check_along(const mesh_t& m, const sizes3& s) {
         G, axis, static_cast<std::size_t>(2 * n), [](long o, long nn, long) { return o % nn; }, n,
         0, 0.0);
     check("concat(t, t)" + along, tt, want, exact);
+  }
+  // halos: this rank's block with w more elements each side along Dim, from the neighbours
+  // (and from further ranks, where stripes are shorter than w or empty)
+  for (const long w : {1L, 2L, 5L}) {
+    for (const auto b : {mp::boundary::zero, mp::boundary::wrap}) {
+      if (b == mp::boundary::wrap && w > n) continue;  // wider than the dim: an error
+      const auto h = mp::halo_exchange<Dim>(t, static_cast<std::size_t>(w), b);
+      index3 offsets{}, block{};
+      convention_block(t, index3{s.i, s.j, s.k}, offsets, block);
+      index3 shape = block;
+      shape[axis] += static_cast<std::size_t>(2 * w);
+      xt::xtensor<double, 3> want(shape);
+      for (std::size_t f = 0; f < want.size(); ++f) {
+        auto at = index_of(f, shape);
+        for (std::size_t d = 0; d < 3; ++d) at[d] += d == axis ? 0 : offsets[d];
+        long g = static_cast<long>(offsets[axis] + at[axis]) - w;
+        if (b == mp::boundary::wrap) g = (g % n + n) % n;
+        at[axis] = static_cast<std::size_t>(g);
+        want.data()[f] = g < 0 || g >= n ? 0.0 : G(at[0], at[1], at[2]);
+      }
+      INFO("halo_exchange of " << w << (b == mp::boundary::wrap ? " (wrap)" : " (zero)") << along
+                               << " [" << mp::to_string(L{}) << "] on " << m.describe());
+      CHECK_ALL_RANKS(h.width == static_cast<std::size_t>(w) && h.axis == axis);
+      CHECK_ALL_RANKS(meshpp_test::matches(meshpp_test::to_double(h.data), want, exact));
+    }
   }
   // shifts
   for (const long offset : {0L, 1L, -1L, 3L, -5L, n + 2}) {
