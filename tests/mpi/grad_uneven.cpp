@@ -7,7 +7,9 @@
 //   - einsum contracting the split hidden dim, and contracting the split batch dim;
 //   - softmax cross-entropy with the class dim split, softmax and log_softmax;
 //   - an embedding lookup with its vocab dim split (the table's gradient);
-//   - relayouts (an alltoall, an allgather, the cycle).
+//   - relayouts (an alltoall, an allgather, the cycle);
+//   - slice, split_along, pad, concat and shift along split dims, and reshape merging a split
+//     dim with the next and back.
 // MESHPP_UNEVEN_TEST_EVEN runs the same checks at sizes the meshes divide (4, 8, 12 for 1, 7,
 // 13), to check the tests themselves on a tree without uneven splits.
 #include <meshpp/meshpp.hpp>
@@ -150,4 +152,59 @@ TEST_CASE("uneven gradients: relayouts") {
       return weighted_sum(mp::relayout<split_rules>(mp::relayout<hidden_rows>(t)) * t);
     });
   });
+}
+
+TEST_CASE("uneven gradients: slice, pad, concat, split_along and shift along split dims") {
+  on_every_case([](const split_mesh& m, const auto& sizes, const std::string& what) {
+    const auto x = mp::random_normal<double, batch, hidden>(m, sizes, 10);
+    const std::size_t nb = sizes[batch{}];
+    // at even sizes, results whose sizes the meshes divide (4, n - 4); else 1 and n - 1
+    const std::size_t piece = s1;
+    if (nb > piece) {
+      check_gradient("slice<batch> from 1" + what, x, [&](const auto& t) {
+        return weighted_sum(mp::slice<batch>(t, piece, nb - piece));
+      });
+      check_gradient("split_along<batch>, pieces times each other's sum" + what, x,
+                     [&](const auto& t) {
+                       const auto parts = mp::split_along<batch>(t, {piece, nb - piece});
+                       return weighted_sum(mp::tanh(parts[1]) * mp::reduce_sum<batch>(parts[0]));
+                     });
+    }
+    check_gradient("pad<hidden>" + what, x,
+                   [&](const auto& t) { return weighted_sum(mp::pad<hidden>(t, piece, piece)); });
+    check_gradient("concat<hidden>(x, x * x)" + what, x,
+                   [](const auto& t) { return weighted_sum(mp::concat<hidden>(t, t * t)); });
+    for (const long offset : {1L, -3L}) {
+      check_gradient("shift<hidden> " + std::to_string(offset) + " (wrap)" + what, x,
+                     [&](const auto& t) {
+                       return weighted_sum(mp::shift<hidden>(t, offset, mp::boundary::wrap) * t);
+                     });
+      check_gradient("shift<batch> " + std::to_string(offset) + " (zero)" + what, x,
+                     [&](const auto& t) { return weighted_sum(mp::shift<batch>(t, offset) * t); });
+    }
+  });
+}
+
+MESHPP_DIM(merged);
+
+TEST_CASE("uneven gradients: reshape merging a split dim with the next, and back") {
+  // merged = batch * hidden, split over rows as batch is
+  using mesh_t = split_mesh_with<mp::split<merged, rows>>;
+  for (const auto& shape : mesh_shapes()) {
+    const mesh_t m(shape);
+    for (const auto& s : size_cases) {
+      const auto sizes = mp::extents{batch{} = s.batch, hidden{} = s.hidden, k{} = nk,
+                                     merged{} = s.batch * s.hidden};
+      const std::string what =
+          " (batch " + std::to_string(s.batch) + ", hidden " + std::to_string(s.hidden) + ")";
+      const auto x = mp::random_normal<double, batch, hidden>(m, sizes, 11);
+      check_gradient("reshape to [merged]" + what, x, [&](const auto& t) {
+        return weighted_sum(mp::tanh(mp::reshape<mp::shape<merged>>(t, sizes)));
+      });
+      const auto y = mp::random_normal<double, merged>(m, sizes, 12);
+      check_gradient("reshape [merged] to [batch, hidden]" + what, y, [&](const auto& t) {
+        return weighted_sum(mp::tanh(mp::reshape<mp::shape<batch, hidden>>(t, sizes)));
+      });
+    }
+  }
 }

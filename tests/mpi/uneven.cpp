@@ -8,7 +8,7 @@
 //   - component-wise expressions broadcasting and transposing by name, where and comparisons;
 //   - reductions (sum, mean, max, min, and to a scalar) over split and whole dims;
 //   - einsum with the contracted dim split, free dims split, one operand split, batch dims,
-//     and the output reduce-scattered;
+//     two contracted dims over both mesh dims, and the output reduce-scattered;
 //   - softmax, log_softmax, logsumexp and argmax over a split and a whole dim;
 //   - scatter and gather (to every rank and to one root).
 // Every result against a single-rank reference in plain loops (uneven.cpp's own, or the
@@ -24,7 +24,7 @@ namespace {
 using index2 = std::array<std::size_t, 2>;
 using index3 = std::array<std::size_t, 3>;
 constexpr double exact = 0.0;
-constexpr double close = 1e-12;  // a few double operations, or a short sum
+constexpr double rounding = 1e-12;  // a few double operations, or a short sum
 
 xt::xtensor<double, 2> transposed(const xt::xtensor<double, 2>& a) {
   xt::xtensor<double, 2> out({a.shape()[1], a.shape()[0]});
@@ -103,15 +103,15 @@ TEST_CASE("uneven: component-wise expressions, broadcasting and transposing by n
       // [i, j] + [j] (whole, read at this rank's stripe)
       for (std::size_t a = 0; a < s.i; ++a)
         for (std::size_t b = 0; b < s.j; ++b) want(a, b) = X(a, b) + 2.0 * B(b);
-      check("x + 2 bias (bias whole)", mp::eval(x + bias_whole * 2.0), want, close);
+      check("x + 2 bias (bias whole)", mp::eval(x + bias_whole * 2.0), want, rounding);
       // exp([i, j]) - [j] (bias split as x)
       for (std::size_t a = 0; a < s.i; ++a)
         for (std::size_t b = 0; b < s.j; ++b) want(a, b) = std::exp(X(a, b)) - B(b);
-      check("exp(x) - bias (bias split)", mp::eval(mp::exp(x) - bias), want, close);
+      check("exp(x) - bias (bias split)", mp::eval(mp::exp(x) - bias), want, rounding);
       // [i, j] * [j, i] + [i]: transposed by name, broadcast over j
       for (std::size_t a = 0; a < s.i; ++a)
         for (std::size_t b = 0; b < s.j; ++b) want(a, b) = X(a, b) * T(b, a) + V(a);
-      check("x * t + v", mp::eval(x * t + v), want, close);
+      check("x * t + v", mp::eval(x * t + v), want, rounding);
       // where and a comparison
       for (std::size_t a = 0; a < s.i; ++a)
         for (std::size_t b = 0; b < s.j; ++b)
@@ -125,11 +125,11 @@ TEST_CASE("uneven: component-wise expressions, broadcasting and transposing by n
       xt::xtensor<double, 2> want_t({s.j, s.i});
       for (std::size_t a = 0; a < s.i; ++a)
         for (std::size_t b = 0; b < s.j; ++b) want_t(b, a) = X(a, b) - Y(a, b);
-      check("[j, i] = x - y", swapped, want_t, close);
+      check("[j, i] = x - y", swapped, want_t, rounding);
       // an outer product of two vectors: [j] * [i] -> [j, i]
       for (std::size_t a = 0; a < s.i; ++a)
         for (std::size_t b = 0; b < s.j; ++b) want_t(b, a) = B(b) * V(a);
-      check("bias * v", mp::eval(bias * v), want_t, close);
+      check("bias * v", mp::eval(bias * v), want_t, rounding);
     });
   });
 }
@@ -166,11 +166,11 @@ TEST_CASE("uneven: reductions over split and whole dims") {
     }
     for_each_layout(matrix_layouts{}, [&]<class L>() {
       const auto x = input<tensor_t<L, double, i, j>>(m, sizes, 1);
-      check("reduce_sum<i>", mp::reduce_sum<i>(x), reduced(X, 0, red::sum), close);
-      check("reduce_sum<j>", mp::reduce_sum<j>(x), reduced(X, 1, red::sum), close);
-      check("reduce_mean<i>", mp::reduce_mean<i>(x), reduced(X, 0, red::mean), close);
+      check("reduce_sum<i>", mp::reduce_sum<i>(x), reduced(X, 0, red::sum), rounding);
+      check("reduce_sum<j>", mp::reduce_sum<j>(x), reduced(X, 1, red::sum), rounding);
+      check("reduce_mean<i>", mp::reduce_mean<i>(x), reduced(X, 0, red::mean), rounding);
       check("reduce_mean<j>(exp(x))", mp::reduce_mean<j>(mp::exp(x)), reduced(E, 1, red::mean),
-            close);
+            rounding);
       check("reduce_max<j>", mp::reduce_max<j>(x), reduced(X, 1, red::max), exact);
       check("reduce_max_to<shape<j>>", mp::reduce_max_to<mp::shape<j>>(x), reduced(X, 0, red::max),
             exact);
@@ -179,9 +179,9 @@ TEST_CASE("uneven: reductions over split and whole dims") {
       const double sum = mp::reduce_sum(x).item(), mx = mp::reduce_max(x).item();
       const double mean = mp::reduce_mean(x).item();
       INFO("reduce to a scalar under " << layout_text<L>() << " on " << m.describe());
-      CHECK_ALL_RANKS(std::abs(sum - total) <= close * std::max(1.0, std::abs(total)) * 16);
+      CHECK_ALL_RANKS(std::abs(sum - total) <= rounding * std::max(1.0, std::abs(total)) * 16);
       CHECK_ALL_RANKS(mx == largest);
-      CHECK_ALL_RANKS(std::abs(mean - total / double(s.i * s.j)) <= close * 16);
+      CHECK_ALL_RANKS(std::abs(mean - total / double(s.i * s.j)) <= rounding * 16);
     });
     // three dims: two reduced at once, one split and one whole, and one split and one split
     const auto X3 = reference_input(index3{s.i, s.j, s.k}, 7);
@@ -191,9 +191,9 @@ TEST_CASE("uneven: reductions over split and whole dims") {
         for (std::size_t q = 0; q < s.k; ++q) want_j(b) += X3(a, b, q), want_k(q) += X3(a, b, q);
     using l3 = layout<split<i, r>, split<k, c>>;
     const auto x3 = input<tensor_t<l3, double, i, j, k>>(m, sizes, 7);
-    check("reduce_sum<i, k> [i/r, j, k/c]", mp::reduce_sum<i, k>(x3), want_j, close);
+    check("reduce_sum<i, k> [i/r, j, k/c]", mp::reduce_sum<i, k>(x3), want_j, rounding);
     check("reduce_sum_to<shape<k>> [i/r, j, k/c]", mp::reduce_sum_to<mp::shape<k>>(x3), want_k,
-          close);
+          rounding);
   });
 }
 
@@ -216,8 +216,8 @@ void check_matmul(const mesh_t& m, const sizes3& s, const std::string& what) {
   const auto x = input<tensor_t<L, double, i, k>>(m, sizes, 1);
   const auto w = input<tensor_t<LW, double, k, j>>(m, sizes, 2);
   const auto want = matmul(X, W);
-  check(what + ": [i, j]", mp::einsum<mp::shape<i, j>>(x, w), want, close);
-  check(what + ": [j, i]", mp::einsum<mp::shape<j, i>>(x, w), transposed(want), close);
+  check(what + ": [i, j]", mp::einsum<mp::shape<i, j>>(x, w), want, rounding);
+  check(what + ": [j, i]", mp::einsum<mp::shape<j, i>>(x, w), transposed(want), rounding);
 }
 }  // namespace
 
@@ -248,7 +248,21 @@ TEST_CASE("uneven: einsum with batch dims, and the output reduce-scattered") {
         for (std::size_t q = 0; q < s.k; ++q) want(b, a) += X(b, a, q) * W(b, q);
     const auto x = input<tensor_t<lb, double, j, i, k>>(m, sizes, 1);
     const auto w = input<tensor_t<lb, double, j, k>>(m, sizes, 2);
-    check("batched [j/r, i, k/c] x [j/r, k/c]", mp::einsum<mp::shape<j, i>>(x, w), want, close);
+    check("batched [j/r, i, k/c] x [j/r, k/c]", mp::einsum<mp::shape<j, i>>(x, w), want, rounding);
+
+    // x[i, j, k] w[j, k] -> [i]: two contracted dims, over both mesh dims
+    using l2 = layout<split<j, r>, split<k, c>>;
+    const auto X4 = reference_input(index3{s.i, s.j, s.k}, 5);
+    auto want4 = xt::xtensor<double, 1>::from_shape({s.i});
+    for (std::size_t a = 0; a < s.i; ++a) {
+      want4(a) = 0.0;
+      for (std::size_t b = 0; b < s.j; ++b)
+        for (std::size_t q = 0; q < s.k; ++q) want4(a) += X4(a, b, q) * W(b, q);
+    }
+    check("[i, j/r, k/c] x [j/r, k/c] -> [i]",
+          mp::einsum<mp::shape<i>>(input<tensor_t<l2, double, i, j, k>>(m, sizes, 5),
+                                   input<tensor_t<l2, double, j, k>>(m, sizes, 2)),
+          want4, rounding);
 
     // x[i, k] w[k, j], k split over c: the output split over c too, summed by reduce-scatter
     // (or the ring, or an allreduce and a slice: whichever, the values)
@@ -258,17 +272,17 @@ TEST_CASE("uneven: einsum with batch dims, and the output reduce-scattered") {
     const auto x2 = input<tensor_t<lk, double, i, k>>(m, sizes, 3);
     const auto w2 = input<tensor_t<lk, double, k, j>>(m, sizes, 4);
     check("[i, k/c] x [k/c, j] -> [i/c, j] (reduce-scatter)",
-          mp::einsum<mp::shape<i, j>, layout<split<i, c>>>(x2, w2), want2, close);
+          mp::einsum<mp::shape<i, j>, layout<split<i, c>>>(x2, w2), want2, rounding);
     check("[i, k/c] x [k/c, j] -> [i, j/c] (reduce-scatter)",
-          mp::einsum<mp::shape<i, j>, layout<split<j, c>>>(x2, w2), want2, close);
+          mp::einsum<mp::shape<i, j>, layout<split<j, c>>>(x2, w2), want2, rounding);
     check("[i, k/c] x [k/c, j] -> [j/c, i] (reduce-scatter)",
-          mp::einsum<mp::shape<j, i>, layout<split<j, c>>>(x2, w2), transposed(want2), close);
+          mp::einsum<mp::shape<j, i>, layout<split<j, c>>>(x2, w2), transposed(want2), rounding);
     // on both mesh dims: i over r, k over c, the output's j scattered over c
     using lik = layout<split<i, r>, split<k, c>>;
     const auto x3 = input<tensor_t<lik, double, i, k>>(m, sizes, 3);
     const auto w3 = input<tensor_t<lik, double, k, j>>(m, sizes, 4);
     check("[i/r, k/c] x [k/c, j] -> [i/r, j/c] (reduce-scatter per row)",
-          mp::einsum<mp::shape<i, j>, layout<split<i, r>, split<j, c>>>(x3, w3), want2, close);
+          mp::einsum<mp::shape<i, j>, layout<split<i, r>, split<j, c>>>(x3, w3), want2, rounding);
   });
 }
 
@@ -309,13 +323,13 @@ TEST_CASE("uneven: softmax, log_softmax, logsumexp and argmax over split and who
     reference(0, soft_i, log_i, lse_i, arg_i);
     for_each_layout(matrix_layouts{}, [&]<class L>() {
       const auto x = input<tensor_t<L, double, i, j>>(m, sizes, 1);
-      check("softmax<j>", mp::softmax<j>(x), soft_j, close);
-      check("log_softmax<j>", mp::log_softmax<j>(x), log_j, close);
-      check("logsumexp<j>", mp::logsumexp<j>(x), lse_j, close);
+      check("softmax<j>", mp::softmax<j>(x), soft_j, rounding);
+      check("log_softmax<j>", mp::log_softmax<j>(x), log_j, rounding);
+      check("logsumexp<j>", mp::logsumexp<j>(x), lse_j, rounding);
       check("argmax<j>", mp::argmax<j>(x), arg_j, exact);
-      check("softmax<i>", mp::softmax<i>(x), soft_i, close);
-      check("log_softmax<i>", mp::log_softmax<i>(x), log_i, close);
-      check("logsumexp<i>", mp::logsumexp<i>(x), lse_i, close);
+      check("softmax<i>", mp::softmax<i>(x), soft_i, rounding);
+      check("log_softmax<i>", mp::log_softmax<i>(x), log_i, rounding);
+      check("logsumexp<i>", mp::logsumexp<i>(x), lse_i, rounding);
       check("argmax<i>", mp::argmax<i>(x), arg_i, exact);
     });
   });

@@ -8,7 +8,7 @@
 //     split i, ij and j;
 //   - slice, pad, concat, shift and halo_exchange (zero and wrap) along a split and a whole dim,
 //     halos wider than the stripes included;
-//   - take<vocab> and one_hot<vocab> with vocab (13 and 7) split over 2 and 4 ranks, and their
+//   - take<vocab> and one_hot<vocab> with vocab (13, 7 and 1) split over 2 and 4 ranks, and their
 //     agreement with einsum over the one-hot tensor.
 // Every result bit for bit (or to rounding, for einsum) against a single-rank reference in plain
 // loops: this rank's slice where the convention puts it, and the whole gathered.
@@ -204,10 +204,10 @@ TEST_CASE("uneven: slice, pad, concat and shift along split and whole dims") {
   });
 }
 
-TEST_CASE("uneven: take<vocab> and one_hot<vocab>, vocab split over c (13 and 7)") {
+TEST_CASE("uneven: take<vocab> and one_hot<vocab>, vocab split over c (13, 7 and 1)") {
   for (const auto& shape : mesh_shapes()) {
     const rmesh_t m(shape);
-    for (const std::size_t nv : {s13, s7}) {
+    for (const std::size_t nv : {s13, s7, s1}) {
       for (const auto& s : size_cases) {
         CAPTURE(text(s));
         CAPTURE(nv);
