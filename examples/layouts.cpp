@@ -7,8 +7,9 @@
 //
 //   mpiexec -n 8 --oversubscribe build/examples/layouts
 //
-// The README's illegal layouts: "channels:processor_rows" is a run-time error (3 is not
-// divisible by 2), shown below; "batch:processor_rows;rows:processor_rows" does not compile
+// The README's illegal layouts: "channels:processor_rows" (3 is not divisible by 2) is legal
+// here, channels split into near-equal blocks 0:2 and 2:3, shown below;
+// "batch:processor_rows;rows:processor_rows" does not compile
 // (tests/compile_fail/layout/two_dims_on_one_mesh_dim.cpp).
 #include <meshpp/meshpp.hpp>
 

@@ -16,8 +16,8 @@
 //   mpiexec -n 2 build/examples/transformer --layout data
 //   [--data FILE] [--layers 2] [--d-model 128] [--heads 4] [--d-ff 512] [--seq 128]
 //   [--batch 32] [--steps 3000] [--warmup 100] [--learning-rate 2e-3] [--optimizer adam|sgd]
-//   [--eval-windows 512] [--validation-block 16384] [--prompt TEXT] [--sample-length 200]
-//   [--temperature 0.8] [--seed 1]
+//   [--eval-windows 512] [--validation-block 16384] [--pad-vocab 8] [--prompt TEXT]
+//   [--sample-length 200] [--temperature 0.8] [--seed 1]
 //   [--log-every 50] [--json] [--checkpoint FILE [--checkpoint-every N] [--resume]]
 //   [--stop-after N] [--plan RANKS] [--machine FILE] [--memory-budget MIB]
 //
@@ -42,7 +42,9 @@
 //
 // Data: any UTF-8 text (--data), by default the King James Bible that the build writes from
 // Debian's bible-kjv-text (build/data/kjv.txt); 5% is held out for validation, every 20th block
-// of --validation-block characters (0: the last 5%). Every rank reads the file; each builds
+// of --validation-block characters (0: the last 5%). The vocab is the text's alphabet padded to
+// a multiple of --pad-vocab (1: unpadded, the vocab dim split unevenly where its mesh dim
+// does not divide it: README "Uneven splits"). Every rank reads the file; each builds
 // only its own slice of each batch, from the global index, so the windows drawn and the
 // initial weights are the same under every layout and rank count.
 //
@@ -105,6 +107,8 @@ options parse(int argc, char** argv) {
       o.eval_windows = args.count();
     else if (a == "--validation-block")
       o.validation_block = args.count();
+    else if (a == "--pad-vocab")
+      o.pad_vocab = args.count();
     else if (a == "--prompt")
       o.prompt = args.text();
     else if (a == "--sample-length")
@@ -230,8 +234,9 @@ int main(int argc, char** argv) {
   try {
     const options o = parse(argc, argv);  // the same arguments, so the same verdict, everywhere
     const boost::mpi::communicator world;
-    const auto text =
-        mp::load_text(world, o.data, mp::text_options{.validation_block = o.validation_block});
+    const auto text = mp::load_text(
+        world, o.data,
+        mp::text_options{.pad_to = o.pad_vocab, .validation_block = o.validation_block});
     if (text.train_ids.size() <= o.seq + 1)
       throw mp::error("transformer: the training text is shorter than one window (--seq + 1)");
     const int n = world.size();

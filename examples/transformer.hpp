@@ -51,6 +51,9 @@ struct options {
   // the held-out 5%: blocks of this many characters from every part of the text (every 20th
   // block); 0: the last 5% in one piece
   std::size_t validation_block = 16384;
+  // the vocab dim's size is the alphabet's rounded up to a multiple of this (1: unpadded, split
+  // unevenly where the mesh dim does not divide it)
+  std::size_t pad_vocab = 8;
   std::string prompt = "And God said";
   std::size_t sample_length = 200;
   double temperature = 0.8;

@@ -507,3 +507,91 @@ TEST_CASE("report names each collective used and the mesh dims it ran over") {
   m.counters().reset();
   CHECK_ALL_RANKS(m.counters().report() == empty);
 }
+
+// Blocks of different sizes (run_blocks: a dim split unevenly), over the group of all ranks
+// on a line: member j's block holds j % 3 values (so some are empty), the counters record what
+// the even forms would for equal blocks, and with mpi_count_limit lowered to 2 the paths past
+// MPI's int (point-to-point messages, one MPI_Reduce per block in pieces) give the same.
+TEST_CASE("allgather, alltoall and reduce_scatter of blocks of their own sizes") {
+  using line_t = mp::mesh<mp::axes<rows, cols>>;
+  const int n = world().size();
+  const line_t m({1, n});
+  const auto p = static_cast<std::size_t>(n), me = static_cast<std::size_t>(world().rank());
+  auto size_of = [](std::size_t j) { return j % 3; };
+  std::vector<std::size_t> counts(p);
+  for (std::size_t j = 0; j < p; ++j) counts[j] = size_of(j);
+  std::size_t total = 0;
+  for (std::size_t c : counts) total += c;
+  const std::size_t old_limit = mp::detail::mpi_count_limit;
+  for (const std::size_t limit : {old_limit, std::size_t{2}}) {
+    CAPTURE(limit);
+    mp::detail::mpi_count_limit = limit;
+    m.counters().reset();
+    // allgather: member j's values are 100 j + i
+    std::vector<double> mine(size_of(me)), all(total);
+    for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = 100.0 * double(me) + double(i);
+    mp::allgather<mp::over<cols>>::run_blocks(m, std::span<const double>(mine),
+                                              std::span<double>(all),
+                                              std::span<const std::size_t>(counts));
+    bool gathered = true;
+    for (std::size_t j = 0, at = 0; j < p; at += counts[j], ++j)
+      for (std::size_t i = 0; i < counts[j]; ++i)
+        gathered = gathered && all[at + i] == 100.0 * double(j) + double(i);
+    CHECK_ALL_RANKS(gathered);
+    const auto ag = m.counters().total(mp::collective::allgather);
+    CHECK_ALL_RANKS(ag.calls == 1 && ag.values == mine.size() &&
+                    ag.bytes_sent == (total - mine.size()) * sizeof(double));
+
+    // alltoall: member i sends (i + j) % 3 values 1000 i + 10 j + t to member j
+    std::vector<std::size_t> send_counts(p), recv_counts(p);
+    for (std::size_t j = 0; j < p; ++j) {
+      send_counts[j] = (me + j) % 3;
+      recv_counts[j] = (j + me) % 3;
+    }
+    std::vector<double> send, recv;
+    for (std::size_t j = 0; j < p; ++j)
+      for (std::size_t t = 0; t < send_counts[j]; ++t)
+        send.push_back(1000.0 * double(me) + 10.0 * double(j) + double(t));
+    recv.resize(send.size());  // (i + j) % 3 both ways: as many in as out
+    mp::alltoall<mp::over<cols>>::run_blocks(
+        m, std::span<const double>(send), std::span<const std::size_t>(send_counts),
+        std::span<double>(recv), std::span<const std::size_t>(recv_counts));
+    bool exchanged = true;
+    for (std::size_t j = 0, at = 0; j < p; at += recv_counts[j], ++j)
+      for (std::size_t t = 0; t < recv_counts[j]; ++t)
+        exchanged = exchanged && recv[at + t] == 1000.0 * double(j) + 10.0 * double(me) + double(t);
+    CHECK_ALL_RANKS(exchanged);
+    const auto aa = m.counters().total(mp::collective::alltoall);
+    CHECK_ALL_RANKS(aa.calls == 1 && aa.values == send.size() &&
+                    aa.bytes_sent == (send.size() - send_counts[me]) * sizeof(double));
+
+    // reduce_scatter: member i's input is 1 + i + v at every position v of all blocks; block j
+    // goes to member j, summed: n (1 + v) + n (n - 1) / 2
+    std::vector<double> in(total), out(size_of(me));
+    for (std::size_t v = 0; v < total; ++v) in[v] = 1.0 + double(me) + double(v);
+    mp::reduce_scatter<mp::over<cols>>::run_blocks(m, std::span<const double>(in),
+                                                   std::span<double>(out),
+                                                   std::span<const std::size_t>(counts));
+    std::size_t first = 0;
+    for (std::size_t j = 0; j < me; ++j) first += counts[j];
+    bool reduced = true;
+    for (std::size_t i = 0; i < out.size(); ++i)
+      reduced = reduced &&
+                out[i] == double(n) * (1.0 + double(first + i)) + double(n) * double(n - 1) / 2.0;
+    CHECK_ALL_RANKS(reduced);
+    const auto rs = m.counters().total(mp::collective::reduce_scatter);
+    CHECK_ALL_RANKS(rs.calls == 1 && rs.values == total &&
+                    rs.bytes_sent == (total - out.size()) * sizeof(double));
+
+    // counts that do not fit the buffers: an error on every rank, nothing moved
+    std::vector<double> short_out(total + 1);
+    CHECK_ALL_RANKS(meshpp_test::throws_with<mp::error>(
+        [&] {
+          mp::allgather<mp::over<cols>>::run_blocks(m, std::span<const double>(mine),
+                                                    std::span<double>(short_out),
+                                                    std::span<const std::size_t>(counts));
+        },
+        {"meshpp::allgather: this member's block holds"}));
+  }
+  mp::detail::mpi_count_limit = old_limit;
+}

@@ -2,19 +2,21 @@
 // meshpp::error before any communication, and the ranks stay in step afterwards.
 //
 // The Mesh-TensorFlow README's illegal layout "channels:processor_rows" (channels 3 on
-// processor_rows 2), generalised: a split dim whose size the mesh dim does not divide. A mesh
-// dim of size >= 2 exists only at 2 ranks or more; at 1 rank every mesh dim has size 1, which
-// divides every size, so there the same programs must *not* throw (that half is checked at
-// every rank count, with sizes that do divide).
+// processor_rows 2) is no error in meshpp: a split dim whose size the mesh dim does not
+// divide is split into near-equal blocks. The first two cases check that every maker lays
+// such a dim out so, with the values of the whole array.
 #include <meshpp/core/create.hpp>
 #include <meshpp/core/detail/agree.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
 
+#include <algorithm>
 #include <array>
 #include <string>
 
 #include <boost/mpi/collectives/all_reduce.hpp>
 #include <xtensor/xbuilder.hpp>
+#include <xtensor/xoperation.hpp>
+#include <xtensor/xview.hpp>
 
 #include "testing.hpp"
 
@@ -37,94 +39,66 @@ std::array<int, 2> processor_grid(int n) {
 
 }  // namespace
 
-TEST_CASE("channels:processor_rows with channels 3 throws on every rank") {
+// A split dim its mesh dim does not divide is no error: it is split into near-equal blocks,
+// the last ones shorter (core/detail/divides.hpp). Every maker gives each rank its block, with
+// the values of the same element of the whole array.
+TEST_CASE("channels:processor_rows with channels 3 splits channels 2 + 1") {
   const int n = world().size();
   const auto g = processor_grid(n);
   using rules = mp::layout<mp::split<channels, processor_rows>>;
   using mesh_t = mp::mesh<mp::axes<processor_rows, processor_cols>, rules>;
   mesh_t m(g);
-  const auto sizes = mp::extents{batch{} = 100, rows{} = 28, cols{} = 28, channels{} = 3};
-  auto make = [&] { (void)mp::random_uniform<float, batch, rows, cols, channels>(m, sizes, 1); };
-  if (g[0] >= 2) {
-    CHECK_ALL_RANKS(meshpp_test::throws_with<mp::error>(
-        make, {"meshpp::tensor: dim 'channels' of size 3 is split over mesh dim "
-               "'processor_rows' of size 2, and 3 is not divisible by 2 (tensor [batch, rows, "
-               "cols, channels], layout channels:processor_rows)"}));
-  } else {
-    CHECK_NOTHROW(make());  // processor_rows has size 1
-  }
+  const auto sizes = mp::extents{batch{} = 10, rows{} = 4, cols{} = 4, channels{} = 3};
+  const auto t = mp::random_uniform<float, batch, rows, cols, channels>(m, sizes, 1);
+  const int row = m.coordinates()[0];
+  const std::size_t begin = g[0] == 1 ? 0 : (row == 0 ? 0 : 2),
+                    size = g[0] == 1 ? 3 : (row == 0 ? 2 : 1);
+  CHECK_ALL_RANKS(t.local_offsets()[3] == begin && t.local_shape()[3] == size);
+  CHECK_ALL_RANKS(t.local_shape()[0] == 10 && t.local_offsets()[0] == 0);
+  using whole_mesh = mp::mesh<mp::axes<processor_rows, processor_cols>>;
+  const whole_mesh w(g);
+  CHECK_ALL_RANKS(mp::gather(t) ==
+                  mp::gather(mp::random_uniform<float, batch, rows, cols, channels>(w, sizes, 1)));
   CHECK(ranks_in_step());
 }
 
-TEST_CASE("a split dim not divisible by its mesh dim throws on every rank, by every maker") {
+TEST_CASE("a split dim its mesh dim does not divide: every maker gives each rank its block") {
   const int n = world().size();
-  // the last mesh dim holds all n ranks: size n + 1 does not divide for n >= 2, n * 3 always does
-  const std::size_t bad = static_cast<std::size_t>(n) + 1;
-  const std::size_t good = static_cast<std::size_t>(n) * 3;
+  // the last mesh dim holds all n ranks: sizes n + 1 (blocks 2, 1, ..., 1) and 1 (the first
+  // rank holds it, the others nothing) do not divide for n >= 2
   using rules = mp::layout<mp::split<cols, processor_cols>>;
   using mesh_t = mp::mesh<mp::axes<processor_rows, processor_cols>, rules>;
   mesh_t m({1, n});
-  const auto bad_sizes = mp::extents{rows{} = 2, cols{} = bad};
-  const auto good_sizes = mp::extents{rows{} = 2, cols{} = good};
-  using t = mp::tensor_of<double, mp::shape<rows, cols>, mesh_t>;
-  const xt::xtensor<double, 2> bad_global = xt::zeros<double>({std::size_t{2}, bad});
-  const xt::xtensor<double, 2> good_global = xt::zeros<double>({std::size_t{2}, good});
-
-  const std::string message = "dim 'cols' of size " + std::to_string(bad) +
-                              " is split over mesh dim 'processor_cols' of size " +
-                              std::to_string(n) + ", and " + std::to_string(bad) +
-                              " is not divisible by " + std::to_string(n);
-  auto check_maker = [&](auto&& make_bad, auto&& make_good) {
-    if (n >= 2) {
-      CHECK_ALL_RANKS(meshpp_test::throws_with<mp::error>(make_bad, {message}));
-    } else {
-      CHECK_NOTHROW(make_bad());
+  const auto me = static_cast<std::size_t>(m.rank());
+  for (const std::size_t size : {static_cast<std::size_t>(n) + 1, std::size_t{1}}) {
+    CAPTURE(size);
+    const auto sizes = mp::extents{rows{} = 2, cols{} = size};
+    using t = mp::tensor_of<double, mp::shape<rows, cols>, mesh_t>;
+    const auto np = static_cast<std::size_t>(n);
+    const std::size_t block = size / np + (me < size % np ? 1 : 0);
+    const std::size_t begin = me * (size / np) + std::min(me, size % np);
+    auto code = [](const std::array<std::size_t, 2>& i) { return double(i[0] * 100 + i[1]); };
+    xt::xtensor<double, 2> global({std::size_t{2}, size});
+    for (std::size_t i = 0; i < 2; ++i)
+      for (std::size_t j = 0; j < size; ++j) global(i, j) = code({i, j});
+    auto holds_block = [&](const t& x) {
+      return x.local_shape() == std::array<std::size_t, 2>{2, block} &&
+             x.local_offsets() == std::array<std::size_t, 2>{0, begin};
+    };
+    SUBCASE("constructor, zeros, full") {
+      CHECK_ALL_RANKS(holds_block(t(m, sizes)));
+      CHECK_ALL_RANKS(holds_block(mp::zeros<double, rows, cols>(m, sizes)));
+      const auto f = mp::full<t>(m, sizes, 1.5);
+      CHECK_ALL_RANKS(holds_block(f) && xt::all(xt::equal(f.local(), 1.5)));
     }
-    CHECK_NOTHROW(make_good());
-    CHECK(ranks_in_step());
-  };
-  SUBCASE("constructor") {
-    check_maker([&] { t x(m, bad_sizes); }, [&] { t x(m, good_sizes); });
-  }
-  SUBCASE("zeros") {
-    check_maker([&] { (void)mp::zeros<double, rows, cols>(m, bad_sizes); },
-                [&] { (void)mp::zeros<double, rows, cols>(m, good_sizes); });
-  }
-  SUBCASE("full") {
-    check_maker([&] { (void)mp::full<t>(m, bad_sizes, 1.0); },
-                [&] { (void)mp::full<t>(m, good_sizes, 1.0); });
-  }
-  SUBCASE("generate") {
-    auto f = [](const std::array<std::size_t, 2>&) { return 1.0; };
-    check_maker([&] { (void)mp::generate<double, rows, cols>(m, bad_sizes, f); },
-                [&] { (void)mp::generate<double, rows, cols>(m, good_sizes, f); });
-  }
-  SUBCASE("random_normal") {
-    check_maker([&] { (void)mp::random_normal<double, rows, cols>(m, bad_sizes, 1); },
-                [&] { (void)mp::random_normal<double, rows, cols>(m, good_sizes, 1); });
-  }
-  SUBCASE("scatter") {
-    check_maker([&] { (void)mp::scatter<rows, cols>(m, bad_sizes, bad_global); },
-                [&] { (void)mp::scatter<rows, cols>(m, good_sizes, good_global); });
-  }
-}
-
-TEST_CASE("the error names the offending dim among several split ones") {
-  const int n = world().size();
-  using rules = mp::layout<mp::split<batch, processor_rows>, mp::split<cols, processor_cols>>;
-  using mesh_t = mp::mesh<mp::axes<processor_rows, processor_cols>, rules>;
-  const auto g = processor_grid(n);
-  mesh_t m(g);
-  // batch divides; cols is one more than a multiple of processor_cols
-  const std::size_t cols_size = static_cast<std::size_t>(g[1]) * 2 + 1;
-  const auto sizes = mp::extents{batch{} = 4, rows{} = 3, cols{} = cols_size};
-  auto make = [&] { (void)mp::zeros<float, batch, rows, cols>(m, sizes); };
-  if (g[1] >= 2) {
-    CHECK_ALL_RANKS(meshpp_test::throws_with<mp::error>(
-        make, {"dim 'cols' of size " + std::to_string(cols_size),
-               "'processor_cols' of size " + std::to_string(g[1])}));
-  } else {
-    CHECK_NOTHROW(make());
+    SUBCASE("generate and scatter: the whole array's values") {
+      const auto a = mp::generate<double, rows, cols>(m, sizes, code);
+      const auto b = mp::scatter<rows, cols>(m, sizes, global);
+      CHECK_ALL_RANKS(holds_block(a) && holds_block(b));
+      CHECK_ALL_RANKS(a.local() == xt::view(global, xt::all(), xt::range(begin, begin + block)));
+      CHECK_ALL_RANKS(mp::gather(a) == global && mp::gather(b) == global);
+      CHECK_ALL_RANKS(mp::gather(b, 0) == (me == 0 ? global : xt::xtensor<double, 2>{}));
+    }
   }
   CHECK(ranks_in_step());
 }

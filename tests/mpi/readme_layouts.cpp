@@ -120,9 +120,15 @@ TEST_CASE("the empty layout: every processor holds the whole image_batch") {
   CHECK_ALL_RANKS(meshpp_test::bit_equal(t.local(), reference()));
 }
 
-TEST_CASE("channels:processor_rows is an error on every processor: 3 is not divisible by 2") {
+TEST_CASE("channels:processor_rows, illegal in Mesh-TensorFlow, splits channels 2 + 1 here") {
+  // The README calls it illegal because 3 is not divisible by 2; meshpp splits such a dim into
+  // near-equal blocks, the last ones shorter: processor row 0 holds channels 0:2, row 1 2:3.
   REQUIRE_EIGHT_RANKS();
-  CHECK_ALL_RANKS(meshpp_test::throws_with<mp::error>(
-      [] { (void)image_batch<mp::layout<mp::split<channels, processor_rows>>>(); },
-      {"dim 'channels' of size 3 is split over mesh dim 'processor_rows' of size 2"}));
+  const auto t = image_batch<mp::layout<mp::split<channels, processor_rows>>>();
+  const std::size_t r = static_cast<std::size_t>(world().rank() / 4);
+  CHECK_ALL_RANKS(t.local_offsets() == idx4{0, 0, 0, 2 * r});
+  CHECK_ALL_RANKS(t.local_shape() == idx4{100, 28, 28, 2 - r});
+  CHECK_ALL_RANKS(meshpp_test::bit_equal(
+      t.local(), meshpp_test::block(reference(), t.local_offsets(), t.local_shape())));
+  CHECK_ALL_RANKS(meshpp_test::bit_equal(mp::gather(t), reference()));
 }

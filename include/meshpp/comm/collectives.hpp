@@ -8,6 +8,13 @@
 //   reduce_scatter<over<rows>>::run(mesh, in, out)         sum; block j to group member j
 //   broadcast<over<rows>>::run(mesh, span, root)           root: a rank of the group
 //
+// allgather, alltoall and reduce_scatter also take blocks of different sizes, one per member
+// (`run_blocks`, with the counts of every member's block: a dim split unevenly). Counted as
+// the even forms are, with the same meaning, so an even split counts the same either way:
+// allgather and reduce_scatter record the values of this rank's input and the bytes of the
+// others' blocks; alltoall the values of all its send blocks and the bytes of those it sends
+// to other members.
+//
 // `over<Ms...>` names the mesh dims the collective runs over; it resolves at compile time to
 // the mesh's cached sub-communicator of the ranks that differ only in Ms (mesh.hpp). Each
 // call is recorded in the mesh's counters, even over mesh dims of size 1 (the values are part
@@ -179,6 +186,36 @@ class alltoall_exchange {
 }  // namespace detail
 
 namespace detail {
+// block_offsets(counts): where each block starts when the blocks lie back to back, and (last)
+// their total
+inline std::vector<std::size_t> block_offsets(std::span<const std::size_t> counts) {
+  std::vector<std::size_t> at(counts.size() + 1, 0);
+  for (std::size_t j = 0; j < counts.size(); ++j) at[j + 1] = at[j] + counts[j];
+  return at;
+}
+
+// check_block_counts(who, counts, p): one count per member of the group
+inline void check_block_counts(const char* who, std::span<const std::size_t> counts,
+                               std::size_t p) {
+  if (counts.size() != p) {
+    throw error(std::string(who) + ": " + std::to_string(counts.size()) +
+                " block counts for a group of " + std::to_string(p));
+  }
+}
+
+// as_counts(counts, at): MPI's int counts and displacements of blocks back to back
+inline std::pair<std::vector<int>, std::vector<int>> as_counts(std::span<const std::size_t> counts,
+                                                               const std::vector<std::size_t>& at) {
+  std::vector<int> c(counts.size()), d(counts.size());
+  for (std::size_t j = 0; j < counts.size(); ++j) {
+    c[j] = as_count(counts[j]);
+    d[j] = as_count(at[j]);
+  }
+  return {std::move(c), std::move(d)};
+}
+}  // namespace detail
+
+namespace detail {
 // allreduce_over(m, mask, data, op): the allreduce of this rank's group over the mesh dims in
 // the bit set mask, counted (on a planned mesh: counted only); what allreduce<over<...>, Op> and
 // allreduce_sum run
@@ -256,6 +293,51 @@ struct allgather<over<Ms...>> {
                       "MPI_Allgather", site);
     });
   }
+
+  // run_blocks(m, in, out, counts): member j's block holds counts[j] values (the same counts on
+  // every member); out receives them back to back in member order. MPI_Allgatherv, or
+  // point-to-point messages when the total outgrows MPI's int (the total is the same on every
+  // member, so is the choice).
+  template <class Mesh, class T>
+  static void run_blocks(const Mesh& m, std::span<const T> in, std::span<T> out,
+                         std::span<const std::size_t> counts) {
+    using g = detail::group_of<Mesh, Ms...>;
+    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
+    const std::size_t me = static_cast<std::size_t>(m.group_rank(g::mask));
+    detail::check_block_counts("meshpp::allgather", counts, p);
+    const auto at = detail::block_offsets(counts);
+    if (in.size() != counts[me] || out.size() != at[p]) {
+      throw error("meshpp::allgather: this member's block holds " + std::to_string(in.size()) +
+                  " values and the output " + std::to_string(out.size()) + "; the counts say " +
+                  std::to_string(counts[me]) + " and " + std::to_string(at[p]));
+    }
+    m.counters().record(collective::allgather, g::mask, in.size(),
+                        detail::bytes<T>(out.size() - in.size()));
+    if (m.planning()) return;
+    std::copy(in.begin(), in.end(), out.begin() + static_cast<std::ptrdiff_t>(at[me]));
+    if (p == 1) return;
+    const auto& comm = g::comm(m);
+    auto site = g::template site<T>("allgather", in.size());
+    site.count_agrees = false;
+    detail::before_collective(MPI_Comm(comm), site);
+    const MPI_Datatype type = detail::mpi_type<T>();
+    if (at[p] <= detail::mpi_count_limit) {
+      const auto [c, d] = detail::as_counts(counts, at);
+      detail::checked(MPI_Allgatherv(MPI_IN_PLACE, 0, type, out.data(), c.data(), d.data(), type,
+                                     MPI_Comm(comm)),
+                      "MPI_Allgatherv", site);
+      return;
+    }
+    detail::exchange_messages(
+        MPI_Comm(comm), type, sizeof(T),
+        [&](std::size_t) {
+          return std::pair{static_cast<const void*>(in.data()), in.size()};
+        },
+        [&](std::size_t j) {
+          return std::pair{static_cast<void*>(out.data() + at[j]), counts[j]};
+        },
+        site);
+  }
 };
 
 template <class Over>
@@ -298,6 +380,46 @@ struct alltoall<over<Ms...>> {
                                    MPI_Comm(comm)),
                       "MPI_Alltoall", site);
     });
+  }
+
+  // run_blocks(m, send, send_counts, recv, recv_counts): blocks of different sizes, back to
+  // back in member order: send_counts[j] values to member j, recv_counts[j] from member j (a
+  // relayout of a dim split unevenly). Point-to-point messages, as a permute (comm/permute.hpp)
+  // sends them: each member knows only its own counts. This member's own block is copied.
+  template <class Mesh, class T>
+  static void run_blocks(const Mesh& m, std::span<const T> send,
+                         std::span<const std::size_t> send_counts, std::span<T> recv,
+                         std::span<const std::size_t> recv_counts) {
+    using g = detail::group_of<Mesh, Ms...>;
+    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
+    const std::size_t me = static_cast<std::size_t>(m.group_rank(g::mask));
+    detail::check_block_counts("meshpp::alltoall", send_counts, p);
+    detail::check_block_counts("meshpp::alltoall", recv_counts, p);
+    const auto send_at = detail::block_offsets(send_counts);
+    const auto recv_at = detail::block_offsets(recv_counts);
+    if (send.size() != send_at[p] || recv.size() != recv_at[p] ||
+        send_counts[me] != recv_counts[me]) {
+      throw error("meshpp::alltoall: the buffers (" + std::to_string(send.size()) + " and " +
+                  std::to_string(recv.size()) + " values) do not match the block counts");
+    }
+    m.counters().record(collective::alltoall, g::mask, send.size(),
+                        detail::bytes<T>(send.size() - send_counts[me]));
+    if (m.planning()) return;
+    std::copy_n(send.data() + send_at[me], send_counts[me], recv.data() + recv_at[me]);
+    if (p == 1) return;
+    const auto& comm = g::comm(m);
+    auto site = g::template site<T>("alltoall", send.size());
+    site.count_agrees = false;
+    detail::before_collective(MPI_Comm(comm), site);
+    detail::exchange_messages(
+        MPI_Comm(comm), detail::mpi_type<T>(), sizeof(T),
+        [&](std::size_t j) {
+          return std::pair{static_cast<const void*>(send.data() + send_at[j]), send_counts[j]};
+        },
+        [&](std::size_t j) {
+          return std::pair{static_cast<void*>(recv.data() + recv_at[j]), recv_counts[j]};
+        },
+        site);
   }
 
   // run_in_pieces<T>(mesh, values, move): the same alltoall of `values` values per member, for
@@ -371,6 +493,51 @@ struct reduce_scatter<over<Ms...>, Op> {
               "MPI_Reduce_scatter_block", site);
         },
         piece);
+  }
+
+  // run_blocks(m, in, out, counts): block j (counts[j] values, blocks back to back in member
+  // order, the same counts on every member) reduced to member j. MPI_Reduce_scatter, or one
+  // MPI_Reduce per block (in pieces) when the total outgrows MPI's int (the total is the same
+  // on every member, so is the choice).
+  template <class Mesh, class T>
+  static void run_blocks(const Mesh& m, std::span<const T> in, std::span<T> out,
+                         std::span<const std::size_t> counts) {
+    using g = detail::group_of<Mesh, Ms...>;
+    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
+    const std::size_t me = static_cast<std::size_t>(m.group_rank(g::mask));
+    detail::check_block_counts("meshpp::reduce_scatter", counts, p);
+    const auto at = detail::block_offsets(counts);
+    if (in.size() != at[p] || out.size() != counts[me]) {
+      throw error("meshpp::reduce_scatter: the input holds " + std::to_string(in.size()) +
+                  " values and the output " + std::to_string(out.size()) + "; the counts say " +
+                  std::to_string(at[p]) + " and " + std::to_string(counts[me]));
+    }
+    m.counters().record(collective::reduce_scatter, g::mask, in.size(),
+                        detail::bytes<T>(in.size() - out.size()));
+    if (m.planning()) return;
+    if (p == 1) {
+      std::copy(in.begin(), in.end(), out.begin());
+      return;
+    }
+    const auto& comm = g::comm(m);
+    auto site = g::template site<T>("reduce_scatter", in.size());
+    detail::before_collective(MPI_Comm(comm), site);
+    const MPI_Datatype type = detail::mpi_type<T>();
+    if (at[p] <= detail::mpi_count_limit) {
+      const auto c = detail::as_counts(counts, at).first;
+      detail::checked(
+          MPI_Reduce_scatter(in.data(), out.data(), c.data(), type, Op::mpi(), MPI_Comm(comm)),
+          "MPI_Reduce_scatter", site);
+      return;
+    }
+    for (std::size_t j = 0; j < p; ++j) {
+      detail::for_each_piece(counts[j], [&](std::size_t from, std::size_t c) {
+        detail::checked(
+            MPI_Reduce(in.data() + at[j] + from, j == me ? out.data() + from : nullptr,
+                       detail::as_count(c), type, Op::mpi(), detail::as_int(j), MPI_Comm(comm)),
+            "MPI_Reduce", site);
+      });
+    }
   }
 };
 

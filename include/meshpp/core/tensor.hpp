@@ -111,8 +111,8 @@ class tensor {
   using local_type = xt::xtensor<T, rank>;
 
   /// A tensor of zeros. `sizes` must give the size of every dim of Shape (it may give more).
-  /// Throws meshpp::error, on every rank, if a split dim's size is not divisible by its mesh
-  /// dim's size.
+  /// A split dim whose size its mesh dim does not divide is split into near-equal blocks, the
+  /// last ones shorter (some empty where the dim is smaller than the mesh dim).
   template <class... E>
   tensor(const Mesh& m, const extents<E...>& sizes) : tensor(m, sizes, uninitialized) {
     // xtensor's shape-only constructor leaves the elements uninitialized (a planned mesh's
@@ -126,7 +126,7 @@ class tensor {
   static constexpr uninitialized_t uninitialized{};
   template <class... E>
   tensor(const Mesh& m, const extents<E...>& sizes, uninitialized_t)
-      : mesh_(m), global_(global_sizes(sizes)), offsets_{}, local_(check_and_local_shape()) {
+      : mesh_(m), global_(global_sizes(sizes)), offsets_{}, local_(local_shape_of_this_rank()) {
     offsets_ = compute_offsets();
     mesh_.counters().made(local_.size() * sizeof(T));
   }
@@ -259,17 +259,13 @@ class tensor {
      ...);
   }
 
-  index_type check_and_local_shape() const {
+  // the local extents: this rank's stripe of every split dim (near-equal blocks, the last ones
+  // shorter: core/detail/divides.hpp), every other dim whole
+  index_type local_shape_of_this_rank() const {
     index_type local = global_;
-    for_each_split([&](std::size_t i, std::string_view dim, std::string_view mesh_dim, int parts,
-                       int) {
-      const auto problem =
-          detail::split_not_divisible(dim, global_[i], mesh_dim, static_cast<std::size_t>(parts));
-      if (!problem.empty()) {
-        throw error("meshpp::tensor: " + problem + " (tensor " + to_string(Shape{}) + ", layout " +
-                    to_string(Layout{}) + ")");
-      }
-      local[i] = global_[i] / static_cast<std::size_t>(parts);
+    for_each_split([&](std::size_t i, std::string_view, std::string_view, int parts, int coord) {
+      local[i] = detail::stripe_size(global_[i], static_cast<std::size_t>(parts),
+                                     static_cast<std::size_t>(coord));
     });
     return local;
   }

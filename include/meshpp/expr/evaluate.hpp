@@ -51,12 +51,9 @@ frame<Order> local_frame(const Mesh& m, const E& e) {
     if constexpr (is_split_in_v<Layout, d>) {
       using md = mesh_dim_of_t<Layout, d>;
       const auto parts = static_cast<std::size_t>(m.template size<md>());
-      if (auto problem = split_not_divisible(d::name(), global, md::name(), parts);
-          !problem.empty()) {
-        throw error("meshpp: " + problem);
-      }
-      fr.extent[i] = global / parts;
-      fr.offset[i] = static_cast<std::size_t>(m.template coordinate<md>()) * fr.extent[i];
+      const auto coordinate = static_cast<std::size_t>(m.template coordinate<md>());
+      fr.extent[i] = stripe_size(global, parts, coordinate);
+      fr.offset[i] = stripe_begin(global, parts, coordinate);
     } else {
       fr.extent[i] = global;
       fr.offset[i] = 0;

@@ -232,10 +232,6 @@ inline void check_layout_picture(const layout_picture& p) {
                                       "' (illegal layout, Mesh-TensorFlow paper 8.5)");
       }
     }
-    const auto problem = detail::split_not_divisible(
-        p.dim_names[i], p.sizes[i], p.mesh_dim_names[static_cast<std::size_t>(j)],
-        static_cast<std::size_t>(p.mesh_sizes[static_cast<std::size_t>(j)]));
-    if (!problem.empty()) throw detail::picture_problem(p, problem);
   }
 }
 
@@ -274,7 +270,7 @@ inline std::vector<layout_block> layout_blocks(const layout_picture& p) {
       b.stripe = stripe;
       for (std::size_t i = 0; i < n; ++i) {
         b.begin.push_back(detail::stripe_begin(p.sizes[i], parts[i], stripe[i]));
-        b.end.push_back(b.begin.back() + p.sizes[i] / parts[i]);
+        b.end.push_back(b.begin.back() + detail::stripe_size(p.sizes[i], parts[i], stripe[i]));
       }
     }
     b.ranks.push_back(r);
@@ -453,7 +449,7 @@ inline drawn_picture draw_picture(const layout_picture& p) {
   auto stripe_label = [&](std::size_t dim, std::size_t k) {
     std::string s;
     append(s, stripe_begin(p.sizes[dim], parts[dim], k), ':',
-           stripe_begin(p.sizes[dim], parts[dim], k) + p.sizes[dim] / parts[dim]);
+           stripe_begin(p.sizes[dim], parts[dim], k) + stripe_size(p.sizes[dim], parts[dim], k));
     return s;
   };
   auto dim_label = [&](std::size_t dim, std::string_view arrow) {

@@ -141,7 +141,9 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
   }
 
   if constexpr (fused_with_reduce_scatter<plan, Out, OutRules>()) {
-    // the product fused with its reduce_scatter: one gemm per block, summed around the ring
+    // the product fused with its reduce_scatter: one gemm per block, summed around the ring,
+    // when the scattered dim splits evenly (its global size: the same choice on every rank);
+    // otherwise the product, then a reduce_scatter of blocks of their own sizes (below)
     using requested = layout_for_t<OutRules, Out>;
     using sp =
         scatter_plan<Out, typename plan::out_layout, requested, typename plan::summed_mesh_dims>;
@@ -150,12 +152,17 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
                layout_for_t<layout_merge_t<typename plan::out_layout, typename sp::rules>, Out>,
                Mesh>;
     using ring = ring_plan<plan, sp, Out>;
-    Y y(mesh, out_sizes, Y::uninitialized);
-    ring_product<reduce_scatter_ring<over<typename ring::mesh_dim>>, ring::along_m,
-                 ring::out_is_ct>(mesh, ga, gb, m, n, k,
-                                  std::span<T>(y.local().data(), y.local().size()));
-    return laid_out<requested>(std::move(y));
-  } else {
+    if (out_sizes.template get<typename ring::dim>() %
+            static_cast<std::size_t>(mesh.template size<typename ring::mesh_dim>()) ==
+        0) {
+      Y y(mesh, out_sizes, Y::uninitialized);
+      ring_product<reduce_scatter_ring<over<typename ring::mesh_dim>>, ring::along_m,
+                   ring::out_is_ct>(mesh, ga, gb, m, n, k,
+                                    std::span<T>(y.local().data(), y.local().size()));
+      return laid_out<requested>(std::move(y));
+    }
+  }
+  {
     result_t out(mesh, out_sizes, result_t::uninitialized);
     constexpr bool out_is_c = std::is_same_v<Out, typename plan::c_order>;
     constexpr bool out_is_ct = !out_is_c && std::is_same_v<Out, typename plan::c_order_t>;

@@ -12,6 +12,9 @@
 // from one mesh dim to another is gathered off the first and sliced onto the second; a cycle
 // of dims trading mesh dims (x:rows, y:cols -> y:rows, x:cols) cannot be done by single-mesh-dim
 // alltoalls under block layouts, and is broken with one allgather (then alltoall, then slice).
+// A dim split unevenly (near-equal blocks, the last ones shorter) moves the same way, its
+// blocks of their own sizes: an allgather of blocks (MPI_Allgatherv), an alltoall of blocks
+// packed whole on both sides (alltoall_step_blocks), a slice of this rank's stripe.
 // Every collective goes through the policies of comm/collectives.hpp and is counted.
 // In an alltoall, this rank's own block is copied straight from the input to the result; the
 // other blocks go to and from MPI where they lie when they are one run of memory, and through a
@@ -28,6 +31,7 @@
 
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/blocks.hpp"
+#include "meshpp/core/detail/divides.hpp"
 #include "meshpp/core/detail/row_major.hpp"
 #include "meshpp/core/detail/traverse.hpp"
 #include "meshpp/core/layout.hpp"
@@ -131,15 +135,38 @@ bool outermost(const std::array<std::size_t, N>& ext, int d) {
   return std::all_of(ext.begin(), ext.begin() + d, [](std::size_t e) { return e == 1; });
 }
 
-// The local extents after step s.
+// The local extents after step s, of a tensor of global sizes `global`: the arriving dim (whole
+// before) becomes this rank's stripe of it, the leaving dim whole.
 template <class Mesh, std::size_t N>
 std::array<std::size_t, N> extent_after(const Mesh& mesh, const relayout_step& s,
-                                        std::array<std::size_t, N> ext) {
+                                        std::array<std::size_t, N> ext,
+                                        const std::array<std::size_t, N>& global) {
   run_on_axis<Mesh>(s.mesh_dim, [&]<class M>(M*) {
     const std::size_t p = static_cast<std::size_t>(mesh.template size<M>());
-    if (s.arriving >= 0) ext[static_cast<std::size_t>(s.arriving)] /= p;
-    if (s.leaving >= 0) ext[static_cast<std::size_t>(s.leaving)] *= p;
+    const std::size_t c = static_cast<std::size_t>(mesh.template coordinate<M>());
+    if (s.arriving >= 0) {
+      const auto a = static_cast<std::size_t>(s.arriving);
+      ext[a] = stripe_size(global[a], p, c);
+    }
+    if (s.leaving >= 0)
+      ext[static_cast<std::size_t>(s.leaving)] = global[static_cast<std::size_t>(s.leaving)];
   });
+  return ext;
+}
+
+// splits_evenly(s, global, p): the dims step s moves over a mesh dim of p members divide evenly
+// (the steps' fast paths, with blocks of one size); the same answer on every rank
+template <std::size_t N>
+bool splits_evenly(const relayout_step& s, const std::array<std::size_t, N>& global,
+                   std::size_t p) {
+  return (s.arriving < 0 || global[static_cast<std::size_t>(s.arriving)] % p == 0) &&
+         (s.leaving < 0 || global[static_cast<std::size_t>(s.leaving)] % p == 0);
+}
+
+// with_extent(ext, d, n): ext with dim d's extent n
+template <std::size_t N>
+std::array<std::size_t, N> with_extent(std::array<std::size_t, N> ext, int d, std::size_t n) {
+  ext[static_cast<std::size_t>(d)] = n;
   return ext;
 }
 
@@ -263,25 +290,86 @@ void alltoall_step(const Mesh& mesh, const relayout_step& s, const T* src,
   });
 }
 
-// apply_step(mesh, s, src, src_ext, dst): one step, from src (extents src_ext) into dst
-// (extents extent_after(s, src_ext)).
+// [a/m, b] |-> [a, b/m] over the members of M where a or b is split unevenly, so the blocks
+// differ in size: block j of b (stripe j of b, this rank's stripe of a) packed for member j,
+// member j's block (its stripe of a, this rank's stripe of b) unpacked into stripe j of a, one
+// alltoall of blocks of their own sizes (alltoall::run_blocks) between. Holds the packed
+// blocks of both sides at once: twice the slice, beyond input and output.
+template <class M, class Mesh, class T, std::size_t N>
+void alltoall_step_blocks(const Mesh& mesh, const relayout_step& s, const T* src,
+                          const std::array<std::size_t, N>& ext, T* dst,
+                          const std::array<std::size_t, N>& out_ext,
+                          const std::array<std::size_t, N>& global) {
+  const std::size_t p = static_cast<std::size_t>(mesh.template size<M>());
+  const std::array<std::size_t, N> zero{};
+  auto box = [&](const std::array<std::size_t, N>& e, int d, std::size_t j) {
+    return with_extent(e, d, stripe_size(global[static_cast<std::size_t>(d)], p, j));
+  };
+  auto at = [&](int d, std::size_t j) {
+    return with_extent(zero, d, stripe_begin(global[static_cast<std::size_t>(d)], p, j));
+  };
+  std::vector<std::size_t> send_counts(p), recv_counts(p);
+  for (std::size_t j = 0; j < p; ++j) {
+    send_counts[j] = element_count(box(ext, s.arriving, j));
+    recv_counts[j] = element_count(box(out_ext, s.leaving, j));
+  }
+  scratch<T> send(element_count(ext)), recv(element_count(out_ext));
+  std::size_t pos = 0;
+  for (std::size_t j = 0; j < p; ++j) {
+    const auto b = box(ext, s.arriving, j);
+    if (!mesh.planning()) copy_box(src, ext, at(s.arriving, j), send.data() + pos, b, zero, b);
+    pos += send_counts[j];
+  }
+  alltoall<over<M>>::run_blocks(
+      mesh, std::span<const T>(send.data(), send.size()), std::span<const std::size_t>(send_counts),
+      std::span<T>(recv.data(), recv.size()), std::span<const std::size_t>(recv_counts));
+  if (mesh.planning()) return;
+  pos = 0;
+  for (std::size_t j = 0; j < p; ++j) {
+    const auto b = box(out_ext, s.leaving, j);
+    copy_box(recv.data() + pos, b, zero, dst, out_ext, at(s.leaving, j), b);
+    pos += recv_counts[j];
+  }
+}
+
+// apply_step(mesh, s, src, src_ext, dst, global): one step, from src (extents src_ext) into dst
+// (extents extent_after(s, src_ext, global)).
 template <class Mesh, class T, std::size_t N>
 void apply_step(const Mesh& mesh, const relayout_step& s, const T* src,
-                const std::array<std::size_t, N>& ext, T* dst) {
+                const std::array<std::size_t, N>& ext, T* dst,
+                const std::array<std::size_t, N>& global) {
   run_on_axis<Mesh>(s.mesh_dim, [&]<class M>(M*) {
     const std::size_t p = static_cast<std::size_t>(mesh.template size<M>());
     const std::size_t c = static_cast<std::size_t>(mesh.template coordinate<M>());
     const std::array<std::size_t, N> zero{};
-    const auto out_ext = extent_after(mesh, s, ext);
+    const auto out_ext = extent_after(mesh, s, ext, global);
     const std::size_t count = element_count(ext);
-    auto at = [&](int d, std::size_t i) {
-      auto a = zero;
-      a[static_cast<std::size_t>(d)] = i;
-      return a;
-    };
+    const bool even = splits_evenly(s, global, p);
+    auto at = [&](int d, std::size_t i) { return with_extent(zero, d, i); };
     if (s.kind == relayout_step_kind::slice) {
       // [b] |-> [b/m]   keep this rank's stripe of b
-      copy_box(src, ext, at(s.arriving, c * out_ext[s.arriving]), dst, out_ext, zero, out_ext);
+      copy_box(src, ext,
+               at(s.arriving, stripe_begin(global[static_cast<std::size_t>(s.arriving)], p, c)),
+               dst, out_ext, zero, out_ext);
+    } else if (s.kind == relayout_step_kind::allgather && !even) {
+      // [a/m] |-> [a]   gather the stripes of a, of their own sizes, in coordinate order
+      const auto leaving = static_cast<std::size_t>(s.leaving);
+      std::vector<std::size_t> counts(p);
+      for (std::size_t j = 0; j < p; ++j)
+        counts[j] = element_count(with_extent(ext, s.leaving, stripe_size(global[leaving], p, j)));
+      const bool in_place = outermost(out_ext, s.leaving);
+      scratch<T> blocks(in_place ? 0 : element_count(out_ext));
+      T* gathered = in_place ? dst : blocks.data();
+      allgather<over<M>>::run_blocks(mesh, std::span<const T>(src, count),
+                                     std::span<T>(gathered, element_count(out_ext)),
+                                     std::span<const std::size_t>(counts));
+      if (!in_place && !mesh.planning()) {
+        for (std::size_t j = 0, pos = 0; j < p; pos += counts[j], ++j) {
+          const auto b = with_extent(ext, s.leaving, stripe_size(global[leaving], p, j));
+          copy_box(blocks.data() + pos, b, zero, dst, out_ext,
+                   at(s.leaving, stripe_begin(global[leaving], p, j)), b);
+        }
+      }
     } else if (s.kind == relayout_step_kind::allgather) {
       // [a/m] |-> [a]   gather the stripes of a, in coordinate order
       const bool in_place = outermost(out_ext, s.leaving);
@@ -295,8 +383,10 @@ void apply_step(const Mesh& mesh, const relayout_step& s, const T* src,
                    at(s.leaving, j * ext[s.leaving]), ext);
         }
       }
-    } else {
+    } else if (even) {
       alltoall_step<M>(mesh, s, src, ext, dst, out_ext);
+    } else {
+      alltoall_step_blocks<M>(mesh, s, src, ext, dst, out_ext, global);
     }
   });
 }
@@ -339,13 +429,13 @@ auto relayout(const Tensor& t) {
     const T* src = t.local().data();
     auto ext = t.local_shape();
     for (std::size_t i = 0; i < plan.count; ++i) {
-      const auto out_ext = detail::extent_after(t.mesh(), plan.steps[i], ext);
+      const auto out_ext = detail::extent_after(t.mesh(), plan.steps[i], ext, t.global_shape());
       T* dst = out.local().data();
       if (i + 1 < plan.count) {
         next.resize(detail::element_count(out_ext));
         dst = next.data();
       }
-      detail::apply_step(t.mesh(), plan.steps[i], src, ext, dst);
+      detail::apply_step(t.mesh(), plan.steps[i], src, ext, dst, t.global_shape());
       std::swap(current, next);  // scratch: no zeroing, no copying
       src = current.data();
       ext = out_ext;

@@ -17,6 +17,7 @@
 
 #include "meshpp/comm/permute.hpp"
 #include "meshpp/core/blocks.hpp"
+#include "meshpp/core/detail/divides.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
@@ -35,9 +36,24 @@ struct remap_piece {
   long out, in, len;
 };
 
-// stripe_ranges(length)(q): the range of member q's stripe when every member holds `length`
-inline auto stripe_ranges(long length) {
-  return [length](int q) { return index_range{q * length, (q + 1) * length}; };
+// stripe_ranges(size, parts)(q): the range of member q's stripe of a dim of `size` split over
+// `parts` members (near-equal blocks, the last ones shorter: core/detail/divides.hpp)
+inline auto stripe_ranges(std::size_t size, int parts) {
+  return [size, parts](int q) {
+    const auto p = static_cast<std::size_t>(parts), c = static_cast<std::size_t>(q);
+    const auto lo = static_cast<long>(stripe_begin(size, p, c));
+    return index_range{lo, lo + static_cast<long>(stripe_size(size, p, c))};
+  };
+}
+
+// parts_of<Dim>(t): the number of members Dim of t is split over (1 when it is whole)
+template <class Dim, class Tensor>
+int parts_of(const Tensor& t) {
+  using L = typename Tensor::layout_type;
+  if constexpr (is_split_in_v<L, Dim>)
+    return t.mesh().template size<mesh_dim_of_t<L, Dim>>();
+  else
+    return 1;
 }
 
 // remap_pieces(out, src, delta, size, wrap, pieces): the runs of output indices in `out` whose
@@ -68,7 +84,6 @@ void remap_along(const Tensor& t, long delta, bool wrap, OutRange&& out_range,
   constexpr std::size_t n = Tensor::rank;
   constexpr std::size_t ax = index_of_v<typename Tensor::shape_type, Dim>;
   const auto ext = t.local_shape();
-  const long la = static_cast<long>(ext[ax]);
   const long size = static_cast<long>(t.template extent<Dim>());
   const std::size_t inner = ext[ax] == 0 ? 0 : t.local().size() / ext[ax];
   const std::array<std::size_t, n> zero{};
@@ -83,19 +98,18 @@ void remap_along(const Tensor& t, long delta, bool wrap, OutRange&& out_range,
     return a;
   };
 
-  int p = 1, me = 0;
-  if constexpr (is_split_in_v<L, Dim>) {
-    p = t.mesh().template size<mesh_dim_of_t<L, Dim>>();
-    me = t.mesh().template coordinate<mesh_dim_of_t<L, Dim>>();
-  }
+  const int p = parts_of<Dim>(t);
+  int me = 0;
+  if constexpr (is_split_in_v<L, Dim>) me = t.mesh().template coordinate<mesh_dim_of_t<L, Dim>>();
   const index_range mine = out_range(me);
-  const auto in_range = stripe_ranges(la);
+  const auto in_range = stripe_ranges(t.template extent<Dim>(), p);
+  const long first = in_range(me).lo;  // this rank's first index along Dim
 
   // what stays here
   std::vector<remap_piece> pieces;
   remap_pieces(mine, in_range(me), delta, size, wrap, pieces);
   for (const auto& pc : pieces) {
-    copy_box(t.local().data(), ext, at(pc.in - me * la), out, out_extent, at(pc.out - mine.lo),
+    copy_box(t.local().data(), ext, at(pc.in - first), out, out_extent, at(pc.out - mine.lo),
              box_of(pc.len));
   }
   if constexpr (is_split_in_v<L, Dim>) {
@@ -129,8 +143,8 @@ void remap_along(const Tensor& t, long delta, bool wrap, OutRange&& out_range,
     std::size_t pos = 0;
     for (int q = 0; q < p; ++q) {
       for (const auto& pc : to[q]) {
-        copy_box(t.local().data(), ext, at(pc.in - me * la), send.data() + pos, box_of(pc.len),
-                 zero, box_of(pc.len));
+        copy_box(t.local().data(), ext, at(pc.in - first), send.data() + pos, box_of(pc.len), zero,
+                 box_of(pc.len));
         pos += static_cast<std::size_t>(pc.len) * inner;
       }
     }
@@ -160,8 +174,7 @@ extents<Dims...> with_size(const extents<Dims...>& e, std::size_t n) {
 // of q
 template <class Dim, class Tensor>
 auto block_ranges(const Tensor& out) {
-  return stripe_ranges(
-      static_cast<long>(out.local_shape()[index_of_v<typename Tensor::shape_type, Dim>]));
+  return stripe_ranges(out.template extent<Dim>(), parts_of<Dim>(out));
 }
 
 }  // namespace detail

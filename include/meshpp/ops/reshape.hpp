@@ -12,11 +12,11 @@
 //   [a, b/m] |-> [ab/m]   relayout: allgather b over m, then slice (relayout.hpp)
 // so a reshape is: relayout to the splits that survive a local reinterpretation, reinterpret
 // locally (a copy of the slice), relayout to the output's rules. A split survives only when the
-// first new dim of its run divides by the mesh dim ([tokens/m] |-> [batch/m, seq] needs batch
-// divisible by m); when one would not, only the splits of kept dims survive and the others are
-// gathered first. Sizes that do not multiply out, or a dim of the result that the mesh's rules
-// split and its mesh dim does not divide, throw meshpp::error on every rank before any
-// communication.
+// old dim split and the first new dim of its run both divide by the mesh dim ([tokens/m] |->
+// [batch/m, seq] needs tokens and batch divisible by m); when one would not, only the splits of
+// kept dims survive and the others are gathered first. A result dim the mesh's rules split
+// unevenly is laid out in near-equal blocks, as any tensor. Sizes that do not multiply out
+// throw meshpp::error on every rank before any communication.
 #pragma once
 
 #include <algorithm>
@@ -181,8 +181,8 @@ struct reshape_layouts {
   using after = typename layout_from<To, AxesShape, new_split>::type;      // new names
 };
 
-// split_problem<Layout, Shape>(mesh, sizes): why a tensor of Shape with these sizes cannot be
-// laid out by Layout on mesh (a split dim its mesh dim does not divide), or "" if it can
+// split_problem<Layout, Shape>(mesh, sizes): a split dim of a tensor of Shape with these sizes,
+// laid out by Layout on mesh, that its mesh dim does not divide, or "" if every one divides
 template <class Layout, class Shape, class Mesh, std::size_t N>
 std::string split_problem(const Mesh& m, const std::array<std::size_t, N>& sizes) {
   std::string problem;
@@ -291,19 +291,14 @@ auto reshape(const Tensor& t, const extents<E...>& sizes) {
     return extents<Dims...>{dim_extent<Dims>{new_size[index_of_v<To, Dims>]}...};
   }(static_cast<To*>(nullptr));
 
-  // The result must divide by the mesh's rules: checked here, before anything moves (the
-  // relayouts below would find out only after the first had communicated).
-  const std::string problem =
-      detail::split_problem<layout_for_t<typename Mesh::rules, To>, To>(t.mesh(), new_size);
-  if (!problem.empty()) {
-    throw error("meshpp::reshape: " + to_string(From{}) + " -> " + to_string(To{}) +
-                ": the mesh's rules cannot lay out the result: " + problem);
-  }
-  // A split of a run survives the local reinterpretation only if the run's first new dim
-  // divides by the mesh dim; otherwise keep only the kept dims' splits (they always divide).
+  // A split of a run survives the local reinterpretation only if its stripes are the same
+  // elements before and after: the run's split old dim and its first new dim both divide by the
+  // mesh dim. Otherwise keep only the kept dims' splits (a kept dim's stripes are the same
+  // under any split, even or not). Sizes only: the same choice on every rank.
   using fallback = detail::reshape_layouts<From, To, typename Tensor::layout_type, axes, false>;
   if constexpr (!std::is_same_v<typename plan::after, typename fallback::after>) {
-    if (!detail::split_problem<typename plan::after, To>(t.mesh(), new_size).empty()) {
+    if (!detail::split_problem<typename plan::before, From>(t.mesh(), t.global_shape()).empty() ||
+        !detail::split_problem<typename plan::after, To>(t.mesh(), new_size).empty()) {
       return detail::reshape_through<fallback, To>(t, new_extents);
     }
   }

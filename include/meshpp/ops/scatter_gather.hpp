@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <cstring>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <mpi.h>
@@ -22,6 +24,7 @@
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/blocks.hpp"
 #include "meshpp/core/detail/agree.hpp"
+#include "meshpp/core/detail/divides.hpp"
 #include "meshpp/core/detail/row_major.hpp"
 #include "meshpp/core/dim.hpp"
 #include "meshpp/core/error.hpp"
@@ -32,20 +35,26 @@
 namespace meshpp {
 
 namespace detail {
-// Offsets of the slice held by the rank at mesh coordinates `coords`.
+// The box (offsets and extents) of the slice held by the rank at mesh coordinates `coords`.
 template <class Tensor>
-typename Tensor::index_type offsets_at(const Tensor& t,
-                                       const typename Tensor::mesh_type::coordinates_type& coords) {
-  typename Tensor::index_type off{};
-  const auto local = t.local_shape();
+std::pair<typename Tensor::index_type, typename Tensor::index_type> slice_at(
+    const Tensor& t, const typename Tensor::mesh_type::coordinates_type& coords) {
+  typename Tensor::index_type off{}, ext = t.global_shape();
+  const auto& m = t.mesh();
   [&]<class... Splits>(layout<Splits...>*) {
-    ((off[index_of_v<typename Tensor::shape_type, typename Splits::tensor_dim>] =
-          static_cast<std::size_t>(
-              coords[Tensor::mesh_type::template axis_v<typename Splits::mesh_dim>]) *
-          local[index_of_v<typename Tensor::shape_type, typename Splits::tensor_dim>]),
-     ...);
+    (
+        [&] {
+          constexpr std::size_t i =
+              index_of_v<typename Tensor::shape_type, typename Splits::tensor_dim>;
+          constexpr std::size_t a = Tensor::mesh_type::template axis_v<typename Splits::mesh_dim>;
+          const auto parts = static_cast<std::size_t>(m.sizes()[a]);
+          const auto c = static_cast<std::size_t>(coords[a]);
+          off[i] = stripe_begin(t.global_shape()[i], parts, c);
+          ext[i] = stripe_size(t.global_shape()[i], parts, c);
+        }(),
+        ...);
   }(static_cast<typename Tensor::layout_type*>(nullptr));
-  return off;
+  return {off, ext};
 }
 
 template <std::size_t N>
@@ -110,23 +119,37 @@ requires is_tensor_v<Tensor> xt::xtensor<typename Tensor::value_type, Tensor::ra
   } else {
     const auto& m = t.mesh();
     xt::xtensor<T, Tensor::rank> whole(t.global_shape());
-    const int members = m.group_size(Tensor::split_mask());
+    const auto members = static_cast<std::size_t>(m.group_size(Tensor::split_mask()));
     const std::size_t count = t.local().size();
+    // Member j of the group sits at this rank's coordinates with those along the split mesh
+    // dims replaced by j's row-major digits; its slice is as large as its stripes (they differ
+    // where a dim is split unevenly)
+    constexpr unsigned mask = Tensor::split_mask();
+    std::vector<typename Tensor::index_type> at(members), box(members);
+    std::vector<std::size_t> counts(members);
+    bool even = true;
+    for (std::size_t j = 0; j < members; ++j) {
+      auto coords = m.coordinates();
+      detail::set_coordinates(static_cast<int>(j), m.sizes(), coords, mask);
+      std::tie(at[j], box[j]) = detail::slice_at(t, coords);
+      counts[j] = detail::element_count(box[j]);
+      even = even && counts[j] == count;
+    }
     // xt::uvector, not std::vector: std::vector<bool> has no data() (bool tensors come from
     // comparisons)
-    xt::uvector<T> blocks(count * static_cast<std::size_t>(members));
-    allgather<over_t<split_dims>>::run(m, std::span<const T>(t.local().data(), count),
-                                       std::span<T>(blocks.data(), blocks.size()));
-    // Member j of the group sits at this rank's coordinates with those along the split mesh
-    // dims replaced by j's row-major digits.
-    constexpr unsigned mask = Tensor::split_mask();
+    xt::uvector<T> blocks(detail::block_offsets(counts).back());
+    if (even) {
+      allgather<over_t<split_dims>>::run(m, std::span<const T>(t.local().data(), count),
+                                         std::span<T>(blocks.data(), blocks.size()));
+    } else {
+      allgather<over_t<split_dims>>::run_blocks(m, std::span<const T>(t.local().data(), count),
+                                                std::span<T>(blocks.data(), blocks.size()),
+                                                std::span<const std::size_t>(counts));
+    }
     if (m.planning()) return whole;  // counted; nothing to copy
-    for (int j = 0; j < members; ++j) {
-      auto coords = m.coordinates();
-      detail::set_coordinates(j, m.sizes(), coords, mask);
-      detail::copy_box(blocks.data() + static_cast<std::size_t>(j) * count, t.local_shape(), {},
-                       whole.data(), t.global_shape(), detail::offsets_at(t, coords),
-                       t.local_shape());
+    for (std::size_t j = 0, pos = 0; j < members; pos += counts[j], ++j) {
+      detail::copy_box(blocks.data() + pos, box[j], {}, whole.data(), t.global_shape(), at[j],
+                       box[j]);
     }
     return whole;
   }
@@ -158,14 +181,22 @@ requires is_tensor_v<Tensor> xt::xtensor<typename Tensor::value_type, Tensor::ra
   const std::size_t count = t.local().size();
   const bool is_root = m.rank() == root;
   const auto ranks = static_cast<std::size_t>(m.size());
-  std::size_t contributors = 0;
-  std::vector<std::size_t> displs(ranks);  // where rank r's block starts in `blocks`
+  // each contributing rank's slice (its size differs where a dim is split unevenly), and where
+  // its block starts in `blocks`
+  std::vector<std::pair<typename Tensor::index_type, typename Tensor::index_type>> slices(ranks);
+  std::vector<std::size_t> sizes(ranks, 0), displs(ranks);
+  std::size_t contributors = 0, total = 0, largest = 0;
   for (std::size_t r = 0; r < ranks; ++r) {
-    displs[r] = contributors * count;
-    if (contributes(static_cast<int>(r))) ++contributors;
+    displs[r] = total;
+    if (!contributes(static_cast<int>(r))) continue;
+    slices[r] = detail::slice_at(t, m.coordinates_of(static_cast<int>(r)));
+    sizes[r] = detail::element_count(slices[r].second);
+    total += sizes[r];
+    largest = std::max(largest, sizes[r]);
+    ++contributors;
   }
   xt::uvector<T> blocks;  // not std::vector: see gather(t)
-  if (is_root) blocks.resize(contributors * count);
+  if (is_root) blocks.resize(total);
   const std::size_t mine = contributes(m.rank()) ? count : 0;
   m.counters().record(collective::gather, (1u << Tensor::mesh_type::ndims) - 1, mine,
                       m.rank() == root ? 0 : mine * sizeof(T));
@@ -174,43 +205,49 @@ requires is_tensor_v<Tensor> xt::xtensor<typename Tensor::value_type, Tensor::ra
                                detail::mesh_names<typename Tensor::mesh_type>,
                                detail::type_name<T>(), count};
   detail::before_collective(MPI_Comm(m.world()), site);
-  // In pieces of every block at once, so that the counts and displacements of one MPI_Gatherv
-  // fit MPI's int: one piece (straight into `blocks`) unless the whole exceeds mpi_count_limit
-  const std::size_t piece = contributors * count <= detail::mpi_count_limit
-                                ? count
+  // In pieces [from, from + piece) of every block at once (a block shorter than from + piece
+  // gives what it has left), so that the counts and displacements of one MPI_Gatherv fit MPI's
+  // int: one piece (straight into `blocks`) unless the whole exceeds mpi_count_limit. Every
+  // rank computes the same pieces from the same sizes.
+  const std::size_t piece = total <= detail::mpi_count_limit
+                                ? largest
                                 : std::max<std::size_t>(1, detail::mpi_count_limit / contributors);
-  const bool staged = piece < count;
+  const bool staged = piece < largest;
   xt::uvector<T> stage(is_root && staged ? contributors * piece : 0);
   std::vector<int> counts(is_root ? ranks : 0), at(is_root ? ranks : 0);
+  auto part = [&](std::size_t r, std::size_t from) {  // rank r's values in this piece
+    return sizes[r] > from ? std::min(piece, sizes[r] - from) : 0;
+  };
   std::size_t from = 0;
   do {  // (once, with nothing, when the blocks are empty: every rank still takes part)
-    const std::size_t c = std::min(piece, count - from);
     if (is_root) {
       for (std::size_t r = 0, k = 0; r < ranks; ++r) {
-        const bool in = contributes(static_cast<int>(r));
-        counts[r] = in ? detail::as_count(c) : 0;
-        at[r] = detail::as_int(staged ? k * c : displs[r]);  // an offset, not a count
-        k += in ? 1 : 0;
+        counts[r] = detail::as_count(part(r, from));
+        at[r] = detail::as_int(staged ? k * piece : displs[r]);  // an offset, not a count
+        k += sizes[r] > 0 ? 1 : 0;
       }
     }
+    const std::size_t c = mine ? part(static_cast<std::size_t>(m.rank()), from) : 0;
     detail::checked(
-        MPI_Gatherv(t.local().data() + from, detail::as_count(mine ? c : 0), detail::mpi_type<T>(),
+        MPI_Gatherv(t.local().data() + (c ? from : 0), detail::as_count(c), detail::mpi_type<T>(),
                     staged ? stage.data() : blocks.data(), counts.data(), at.data(),
                     detail::mpi_type<T>(), root, MPI_Comm(m.world())),
         "MPI_Gatherv", site);
     if (is_root && staged) {
-      for (std::size_t k = 0; k < contributors; ++k)
-        std::copy_n(stage.data() + k * c, c, blocks.data() + k * count + from);
+      for (std::size_t r = 0, k = 0; r < ranks; ++r) {
+        if (sizes[r] == 0) continue;
+        std::copy_n(stage.data() + k * piece, part(r, from), blocks.data() + displs[r] + from);
+        ++k;
+      }
     }
-    from += c;
-  } while (from < count);
+    from += piece;
+  } while (from < largest);
   if (!is_root) return xt::xtensor<T, Tensor::rank>{};
   xt::xtensor<T, Tensor::rank> whole(t.global_shape());
-  for (int r = 0; r < m.size(); ++r) {
-    if (!contributes(r)) continue;
-    detail::copy_box(blocks.data() + displs[static_cast<std::size_t>(r)], t.local_shape(), {},
-                     whole.data(), t.global_shape(), detail::offsets_at(t, m.coordinates_of(r)),
-                     t.local_shape());
+  for (std::size_t r = 0; r < ranks; ++r) {
+    if (sizes[r] == 0) continue;
+    detail::copy_box(blocks.data() + displs[r], slices[r].second, {}, whole.data(),
+                     t.global_shape(), slices[r].first, slices[r].second);
   }
   return whole;
 }

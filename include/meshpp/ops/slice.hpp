@@ -9,8 +9,9 @@
 // [seq/m] |-> [seq'/m]   each rank receives exactly the rows of its new stripe that other
 //                        ranks hold: one collective permute over m (comm/permute.hpp), only
 //                        between the ranks whose ranges overlap; nothing when seq is whole.
-// The output keeps the input's layout; a new size that its mesh dim does not divide, or a
-// range outside the dim, throws meshpp::error on every rank before any communication.
+// The output keeps the input's layout, its new size split into near-equal blocks (the last
+// ones shorter, as any split: core/detail/divides.hpp); a range outside the dim throws
+// meshpp::error on every rank before any communication.
 #pragma once
 
 #include <cstddef>
@@ -102,7 +103,7 @@ requires is_tensor_v<Tensor> std::vector<Tensor> split_along(
                 std::to_string(total) + ", not the dim's size " +
                 std::to_string(t.template extent<Dim>()));
   }
-  // Every part is made (and its size checked against its mesh dim) before any part moves.
+  // Every part is made before any part moves.
   std::vector<Tensor> parts;
   parts.reserve(sizes.size());
   for (std::size_t s : sizes) {

@@ -1,15 +1,15 @@
-// meshpp/core/detail/divides.hpp — the one check that a mesh dim divides a split dim, and its
-// one message.
+// meshpp/core/detail/divides.hpp — where each rank's stripe of a split dim lies, and the one
+// check (with its one message) that a mesh dim divides a split dim.
 //
 //   split_not_divisible("batch", 6, "rows", 4)
 //     -> "dim 'batch' of size 6 is split over mesh dim 'rows' of size 4, and 6 is not
 //         divisible by 4"
 //   split_not_divisible("batch", 8, "rows", 4) -> ""
-//   stripe_begin(8, 4, 3)                       -> 6      (the stripe [6, 8) of rank 3 of 4)
+//   stripe_begin(8, 4, 3), stripe_size(8, 4, 3) -> 6, 2   (the stripe [6, 8) of rank 3 of 4)
 //
-// Splits are even, so every split dim's size must be a multiple of its mesh dim's size. Making
-// a tensor, laying out an expression's frame and planning a reshape all check it; each puts
-// its own name (and what it knows: the tensor, the reshape) around this message.
+// Splits may be uneven (stripe_begin and stripe_size below); the operations that truly need an
+// even split (a reshape that merges a split dim with the dims after it) check it with this
+// message, each putting its own name (and what it knows) around it.
 #pragma once
 
 #include <cstddef>
@@ -31,12 +31,25 @@ inline std::string split_not_divisible(std::string_view dim, std::size_t size,
   return problem;
 }
 
-// stripe_begin(size, parts, coordinate): the first index of the stripe that the rank at
-// `coordinate` along the mesh dim holds of a dim of `size` split over `parts` ranks (parts
-// divides size): stripes are even and in coordinate order. A tensor's offsets and a layout
-// drawing's blocks (io/draw.hpp) both come from here.
+// Splits are near-equal blocks in coordinate order, the last ones shorter: of a dim of `size`
+// split over `parts` ranks, the first size % parts coordinates hold size / parts + 1 indices
+// and the others size / parts (none, where size < parts). An even split is the special case
+// size % parts == 0. A tensor's offsets and local extents, an expression's frame, the
+// relayouts' blocks and a layout drawing's blocks all come from these two functions.
+//
+//   stripe_begin(7, 4, 3) -> 5    stripe_size(7, 4, 3) -> 1    (blocks 2, 2, 2, 1)
+//   stripe_begin(1, 4, 2) -> 1    stripe_size(1, 4, 2) -> 0    (blocks 1, 0, 0, 0)
+
+// stripe_begin(size, parts, coordinate): the first index of the stripe the rank at
+// `coordinate` along the mesh dim holds
 constexpr std::size_t stripe_begin(std::size_t size, std::size_t parts, std::size_t coordinate) {
-  return coordinate * (size / parts);
+  const std::size_t longer = size % parts;
+  return coordinate * (size / parts) + (coordinate < longer ? coordinate : longer);
+}
+
+// stripe_size(size, parts, coordinate): the length of that stripe
+constexpr std::size_t stripe_size(std::size_t size, std::size_t parts, std::size_t coordinate) {
+  return size / parts + (coordinate < size % parts ? 1 : 0);
 }
 
 }  // namespace meshpp::detail

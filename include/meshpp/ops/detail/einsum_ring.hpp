@@ -11,9 +11,11 @@
 #include <span>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/blocks.hpp"
+#include "meshpp/core/detail/divides.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
@@ -22,7 +24,8 @@
 namespace meshpp::detail {
 
 // reduce_scatter_along<Rule>(x): [d, ...] partial sums over m |-> [d/m, ...] complete sums,
-// Rule = split<d, m>: one reduce_scatter over m, block j of d to member j.
+// Rule = split<d, m>: one reduce_scatter over m, block j of d (stripe j, of its own size when
+// d is split unevenly) to member j.
 template <class Rule, class X>
 auto reduce_scatter_along(const X& x) {
   using T = typename X::value_type;
@@ -35,24 +38,35 @@ auto reduce_scatter_along(const X& x) {
   const auto ext = x.local_shape();
   constexpr std::size_t ax = index_of_v<S, d>;
   const std::size_t p = static_cast<std::size_t>(x.mesh().template size<m>());
-  auto chunk = ext;
-  chunk[ax] /= p;
-  const std::size_t count = x.local().size(), chunk_size = count / p;
+  const std::size_t count = x.local().size();
+  // block j: stripe j of d (whole in x), every other dim as x holds it
+  std::vector<std::size_t> counts(p);
+  auto block = [&](std::size_t j) {
+    auto b = ext;
+    b[ax] = stripe_size(ext[ax], p, j);
+    return b;
+  };
+  for (std::size_t j = 0; j < p; ++j) counts[j] = element_count(block(j));
   scratch<T> packed;
   const T* in = x.local().data();
   bool contiguous = true;
   for (std::size_t i = 0; i < ax; ++i) contiguous = contiguous && ext[i] == 1;
-  if (!contiguous) {  // blocks of d are strided: pack them one after another
+  if (!contiguous && !x.mesh().planning()) {  // blocks of d are strided: pack them in order
     packed.resize(count);
     std::array<std::size_t, S::rank> zero{}, at{};
-    for (std::size_t j = 0; j < p; ++j) {
-      at[ax] = j * chunk[ax];
-      copy_box(x.local().data(), ext, at, packed.data() + j * chunk_size, chunk, zero, chunk);
+    for (std::size_t j = 0, pos = 0; j < p; pos += counts[j], ++j) {
+      at[ax] = stripe_begin(ext[ax], p, j);
+      copy_box(x.local().data(), ext, at, packed.data() + pos, block(j), zero, block(j));
     }
     in = packed.data();
   }
-  reduce_scatter<over<m>, op::sum>::run(x.mesh(), std::span<const T>(in, count),
-                                        std::span<T>(y.local().data(), chunk_size));
+  const std::span<const T> from(in, count);
+  const std::span<T> to(y.local().data(), y.local().size());
+  if (ext[ax] % p == 0)
+    reduce_scatter<over<m>, op::sum>::run(x.mesh(), from, to);
+  else
+    reduce_scatter<over<m>, op::sum>::run_blocks(x.mesh(), from, to,
+                                                 std::span<const std::size_t>(counts));
   return y;
 }
 
