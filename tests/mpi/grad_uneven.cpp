@@ -154,26 +154,40 @@ TEST_CASE("uneven gradients: relayouts") {
   });
 }
 
-TEST_CASE("uneven gradients: slice, pad, concat, split_along and shift along split dims") {
+namespace {
+// at even sizes, results whose sizes the meshes divide (4, n - 4); else 1 and n - 1
+constexpr std::size_t piece = s1;
+}  // namespace
+
+TEST_CASE("uneven gradients: slice and split_along along the split batch dim") {
   on_every_case([](const split_mesh& m, const auto& sizes, const std::string& what) {
     const auto x = mp::random_normal<double, batch, hidden>(m, sizes, 10);
     const std::size_t nb = sizes[batch{}];
-    // at even sizes, results whose sizes the meshes divide (4, n - 4); else 1 and n - 1
-    const std::size_t piece = s1;
-    if (nb > piece) {
-      check_gradient("slice<batch> from 1" + what, x, [&](const auto& t) {
-        return weighted_sum(mp::slice<batch>(t, piece, nb - piece));
-      });
-      check_gradient("split_along<batch>, pieces times each other's sum" + what, x,
-                     [&](const auto& t) {
-                       const auto parts = mp::split_along<batch>(t, {piece, nb - piece});
-                       return weighted_sum(mp::tanh(parts[1]) * mp::reduce_sum<batch>(parts[0]));
-                     });
-    }
+    if (nb <= piece) return;
+    check_gradient("slice<batch> from " + std::to_string(piece) + what, x, [&](const auto& t) {
+      return weighted_sum(mp::slice<batch>(t, piece, nb - piece));
+    });
+    check_gradient("split_along<batch>, a piece times the other's sum" + what, x,
+                   [&](const auto& t) {
+                     const auto parts = mp::split_along<batch>(t, {piece, nb - piece});
+                     return weighted_sum(mp::tanh(parts[1]) * mp::reduce_sum<batch>(parts[0]));
+                   });
+  });
+}
+
+TEST_CASE("uneven gradients: pad and concat along the split hidden dim") {
+  on_every_case([](const split_mesh& m, const auto& sizes, const std::string& what) {
+    const auto x = mp::random_normal<double, batch, hidden>(m, sizes, 10);
     check_gradient("pad<hidden>" + what, x,
                    [&](const auto& t) { return weighted_sum(mp::pad<hidden>(t, piece, piece)); });
     check_gradient("concat<hidden>(x, x * x)" + what, x,
                    [](const auto& t) { return weighted_sum(mp::concat<hidden>(t, t * t)); });
+  });
+}
+
+TEST_CASE("uneven gradients: shift along split dims") {
+  on_every_case([](const split_mesh& m, const auto& sizes, const std::string& what) {
+    const auto x = mp::random_normal<double, batch, hidden>(m, sizes, 10);
     for (const long offset : {1L, -3L}) {
       check_gradient("shift<hidden> " + std::to_string(offset) + " (wrap)" + what, x,
                      [&](const auto& t) {

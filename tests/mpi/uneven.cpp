@@ -235,7 +235,7 @@ TEST_CASE("uneven: einsum, contracted and free dims split") {
   });
 }
 
-TEST_CASE("uneven: einsum with batch dims, and the output reduce-scattered") {
+TEST_CASE("uneven: einsum with batch dims, and two contracted dims over both mesh dims") {
   on_every_case([](const mesh_t& m, const sizes3& s) {
     const auto sizes = extents_of(s);
     // x[j, i, k] w[j, k] -> [j, i]: j a batch dim (split over r), k contracted (split over c)
@@ -264,6 +264,12 @@ TEST_CASE("uneven: einsum with batch dims, and the output reduce-scattered") {
                                    input<tensor_t<l2, double, j, k>>(m, sizes, 2)),
           want4, rounding);
 
+  });
+}
+
+TEST_CASE("uneven: einsum with the output reduce-scattered") {
+  on_every_case([](const mesh_t& m, const sizes3& s) {
+    const auto sizes = extents_of(s);
     // x[i, k] w[k, j], k split over c: the output split over c too, summed by reduce-scatter
     // (or the ring, or an allreduce and a slice: whichever, the values)
     using lk = layout<split<k, c>>;

@@ -156,8 +156,24 @@ void check_along(const mesh_t& m, const sizes3& s) {
         0, 0.0);
     check("concat(t, t)" + along, tt, want, exact);
   }
-  // halos: this rank's block with w more elements each side along Dim, from the neighbours
-  // (and from further ranks, where stripes are shorter than w or empty)
+  // shifts
+  for (const long offset : {0L, 1L, -1L, 3L, -5L, n + 2}) {
+    check("shift zero " + std::to_string(offset) + along, mp::shift<Dim>(t, offset),
+          remapped(G, axis, static_cast<std::size_t>(n), shift_zero_src, offset, n, 0.0), exact);
+    check("shift wrap " + std::to_string(offset) + along,
+          mp::shift<Dim>(t, offset, mp::boundary::wrap),
+          remapped(G, axis, static_cast<std::size_t>(n), shift_wrap_src, offset, n, 0.0), exact);
+  }
+}
+// halo_exchange along Dim under L: this rank's block with w more elements each side along Dim
+template <class Dim, class L>
+void check_halos(const mesh_t& m, const sizes3& s) {
+  constexpr std::size_t axis = mp::index_of_v<mp::shape<i, j, k>, Dim>;
+  const auto G = reference_input(index3{s.i, s.j, s.k}, 21);
+  const auto t = input<tensor_t<L, double, i, j, k>>(m, extents_of(s), 21);
+  const long n = static_cast<long>(G.shape()[axis]);
+  const std::string along = " along " + std::string(mp::dim_name_v<Dim>);
+  // from the neighbours, and from further ranks where stripes are shorter than w or empty
   for (const long w : {1L, 2L, 5L}) {
     for (const auto b : {mp::boundary::zero, mp::boundary::wrap}) {
       if (b == mp::boundary::wrap && w > n) continue;  // wider than the dim: an error
@@ -181,14 +197,6 @@ void check_along(const mesh_t& m, const sizes3& s) {
       CHECK_ALL_RANKS(meshpp_test::matches(meshpp_test::to_double(h.data), want, exact));
     }
   }
-  // shifts
-  for (const long offset : {0L, 1L, -1L, 3L, -5L, n + 2}) {
-    check("shift zero " + std::to_string(offset) + along, mp::shift<Dim>(t, offset),
-          remapped(G, axis, static_cast<std::size_t>(n), shift_zero_src, offset, n, 0.0), exact);
-    check("shift wrap " + std::to_string(offset) + along,
-          mp::shift<Dim>(t, offset, mp::boundary::wrap),
-          remapped(G, axis, static_cast<std::size_t>(n), shift_wrap_src, offset, n, 0.0), exact);
-  }
 }
 }  // namespace
 
@@ -201,6 +209,18 @@ TEST_CASE("uneven: slice, pad, concat and shift along split and whole dims") {
     check_along<j, j_c>(m, s);
     check_along<j, i_r_j_c>(m, s);
     check_along<j, i_r>(m, s);  // j whole
+  });
+}
+
+TEST_CASE("uneven: halo_exchange along split and whole dims, halos wider than the stripes") {
+  on_every_case([](const mesh_t& m, const sizes3& s) {
+    check_halos<i, replicated>(m, s);
+    check_halos<i, i_r>(m, s);
+    check_halos<i, i_r_j_c>(m, s);
+    check_halos<i, i_c_j_r>(m, s);
+    check_halos<j, j_c>(m, s);
+    check_halos<j, i_r_j_c>(m, s);
+    check_halos<j, i_r>(m, s);  // j whole
   });
 }
 
