@@ -5,8 +5,11 @@
 //   build/examples/plan                        # 4 ranks: data [4], model [4], data+model [2, 2]
 //   build/examples/plan --ranks 8 --report data+model
 //   mpiexec -n 2 build/examples/plan --ranks 2 --check
+//   build/examples/plan --ranks 3 --draw plan_svg
 //
-// --report LAYOUT prints that layout's plan operation by operation. --check (under mpiexec with
+// --report LAYOUT prints that layout's plan operation by operation. --draw DIR draws each
+// operation's layouts (the tensors it made, which rank holds which block) to
+// DIR/LAYOUT/NN.svg, NN the operation's row in the report. --check (under mpiexec with
 // --ranks ranks) also runs each step for real and compares the plan with the counters of the
 // run, per operation, on every rank: it prints "plan == counters" or exits non-zero.
 // Then the layout search (README "Layout search") ranks the layouts, data+model on every mesh
@@ -16,6 +19,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include <boost/mpi/collectives/all_reduce.hpp>
@@ -50,6 +54,7 @@ struct options {
   std::string report;  // a layout whose plan to print whole
   bool check = false;
   std::string machine = "meshpp-machine.txt";
+  std::string draw;  // a directory: each operation's layouts drawn there, one SVG an operation
 };
 
 // one training step, as examples/mnist trains (images and labels made here: a plan reads none)
@@ -84,6 +89,19 @@ bool plan_layout(const char* name, const typename Mesh::coordinates_type& shape,
                 static_cast<unsigned long long>(ar.bytes_sent), static_cast<double>(p.flops()),
                 static_cast<double>(p.bytes_made()) / (1 << 20));
   if (talk && o.report == name) std::printf("\n%s\n", p.report().c_str());
+  if (talk && !o.draw.empty()) {  // DIR/LAYOUT/NN.svg for operation NN, if it made tensors
+    const std::filesystem::path dir = std::filesystem::path(o.draw) / name;
+    std::filesystem::create_directories(dir);
+    int drawn = 0;
+    for (std::size_t i = 0; i < p.operations().size(); ++i) {
+      if (p.operations()[i].layouts.empty()) continue;
+      char file[32];
+      std::snprintf(file, sizeof file, "%02zu.svg", i);
+      mp::write_svg(dir / file, p.draw(i));
+      ++drawn;
+    }
+    std::printf("%12s %d operations drawn in %s\n", "", drawn, dir.string().c_str());
+  }
   if (!o.check) return true;
   const Mesh real(shape);
   real.counters().by_operation(true);
@@ -112,6 +130,8 @@ int main(int argc, char** argv) {
         o.check = true;
       else if (args.is("--machine"))
         o.machine = args.text();
+      else if (args.is("--draw"))
+        o.draw = args.text();
       else
         args.unknown();
     }

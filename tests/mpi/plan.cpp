@@ -8,6 +8,7 @@
 #include <meshpp/meshpp.hpp>
 #include <meshpp/plan/search.hpp>
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <cstdint>
@@ -181,4 +182,48 @@ TEST_CASE("layout search: each candidate priced term by term, ranked, and held t
   CHECK_THROWS_WITH_AS(none.best(), doctest::Contains("no candidate fits in"), mp::error);
   CHECK_THROWS_WITH_AS(mp::layout_search(machine).best(),
                        doctest::Contains("no candidate was added"), mp::error);
+}
+
+TEST_CASE("plan drawn per operation: the layouts of the tensors each operation made") {
+  for (const auto& shape : meshpp_test::mesh_shapes<3>(world().size())) {
+    const auto p = mp::make_plan<mesh_t>(
+        shape, [&](const mesh_t& m) { mnist_step(m, 0); }, world().rank());
+    CAPTURE(p.mesh());
+    // the first layer's product: [batch, hidden], batch over x (mesh dim 0), hidden over y (1)
+    std::size_t first = p.operations().size();
+    for (std::size_t i = 0; i < p.operations().size() && first == p.operations().size(); ++i) {
+      const auto& o = p.operations()[i];
+      if (o.phase == "forward" && o.name.starts_with("einsum [batch, rows, cols]")) first = i;
+    }
+    REQUIRE(first < p.operations().size());
+    const mp::tensor_layout want{"float", {"batch", "hidden"}, {8, 12}, {0, 1}};
+    CHECK_ALL_RANKS(p.operations()[first].layouts == std::vector<mp::tensor_layout>{want});
+    const auto pictures = p.pictures(first);
+    REQUIRE(pictures.size() == 1);
+    CHECK(pictures[0].title ==
+          "forward: " + p.operations()[first].name + ": tensor<float> [batch:8, hidden:12]");
+    CHECK(pictures[0].mesh_dim_names == std::vector<std::string>{"x", "y", "rest"});
+    CHECK(pictures[0].mesh_sizes == std::vector<int>(shape.begin(), shape.end()));
+    // the drawing: one block per (x, y) coordinate, each with its ranges (near-equal stripes
+    // where x or y does not divide 8 or 12)
+    const std::string svg = p.draw(first);
+    std::size_t blocks = 0;
+    for (auto at = svg.find("class=\"block\""); at != std::string::npos;
+         at = svg.find("class=\"block\"", at + 1))
+      ++blocks;
+    CHECK(blocks == static_cast<std::size_t>(shape[0] * shape[1]));
+    const auto px = static_cast<std::size_t>(shape[0]);
+    for (std::size_t r = 0; r < px; ++r) {
+      const std::size_t b0 = r * (8 / px) + std::min(r, 8 % px);
+      const std::size_t b1 = b0 + 8 / px + (r < 8 % px ? 1 : 0);
+      CHECK(svg.find("data-range=\"batch " + std::to_string(b0) + ":" + std::to_string(b1) +
+                     ", hidden ") != std::string::npos);
+    }
+    // every operation that made a tensor draws; a wrong index names the plan's size
+    for (std::size_t i = 0; i < p.operations().size(); ++i) {
+      if (!p.operations()[i].layouts.empty()) CHECK_NOTHROW((void)p.draw(i));
+    }
+    CHECK(meshpp_test::throws_with<mp::error>([&] { (void)p.pictures(p.operations().size()); },
+                                              {"meshpp::plan::pictures: operation"}));
+  }
 }

@@ -63,6 +63,17 @@ inline bool operator==(const collective_count& a, const collective_count& b) {
   return a.calls == b.calls && a.values == b.values && a.bytes_sent == b.bytes_sent;
 }
 
+/// @brief A tensor's layout as an operation made it: its value type, dims, global sizes and
+/// the mesh dim each dim is split over (an index in mesh order, or -1: whole). What a drawing
+/// of the operation needs (plan::pictures, io/draw.hpp).
+struct tensor_layout {
+  std::string type;
+  std::vector<std::string> dims;
+  std::vector<std::size_t> sizes;
+  std::vector<int> mesh_dim_of_dim;
+  friend bool operator==(const tensor_layout&, const tensor_layout&) = default;
+};
+
 /// @brief What one operation (in one phase) communicated and computed, over all its runs.
 struct operation_count {
   std::string phase;  // "forward", "backward", "optimizer", or a name given to phase()
@@ -74,9 +85,10 @@ struct operation_count {
     collective_count count;
     friend bool operator==(const entry&, const entry&) = default;
   };
-  std::vector<entry> collectives;  // in first-use order
-  std::uint64_t flops = 0;         // einsum flops on this rank
-  std::uint64_t bytes_made = 0;    // bytes of the tensor slices it made on this rank
+  std::vector<entry> collectives;      // in first-use order
+  std::uint64_t flops = 0;             // einsum flops on this rank
+  std::uint64_t bytes_made = 0;        // bytes of the tensor slices it made on this rank
+  std::vector<tensor_layout> layouts;  // the distinct layouts of the tensors it made, in order
   friend bool operator==(const operation_count&, const operation_count&) = default;
 };
 
@@ -122,10 +134,19 @@ class counters {
   [[nodiscard]] scope phase(std::string name) {
     return scope(by_operation_ ? this : nullptr, true, std::move(name));
   }
-  // made(bytes): an operation made a tensor slice of this many bytes
-  void made(std::uint64_t bytes) {
-    if (by_operation_) current().bytes_made += bytes;
+  // made(bytes, layout): an operation made a tensor slice of this many bytes; layout() (called
+  // only when counting by operation) gives the tensor's layout, kept once per operation
+  template <class Layout>
+  void made(std::uint64_t bytes, Layout&& layout) {
+    if (!by_operation_) return;
+    auto& op = current();
+    op.bytes_made += bytes;
+    tensor_layout l = std::forward<Layout>(layout)();
+    if (std::find(op.layouts.begin(), op.layouts.end(), l) == op.layouts.end())
+      op.layouts.push_back(std::move(l));
   }
+  // mesh_dim_names(): the mesh dims in mesh order (bit i of a mask is dim i)
+  const std::vector<std::string>& mesh_dim_names() const { return mesh_dim_names_; }
   // operations(): the counts per operation, in the order the operations first ran
   const std::vector<operation_count>& operations() const { return operations_; }
 

@@ -128,7 +128,7 @@ class tensor {
   tensor(const Mesh& m, const extents<E...>& sizes, uninitialized_t)
       : mesh_(m), global_(global_sizes(sizes)), offsets_{}, local_(local_shape_of_this_rank()) {
     offsets_ = compute_offsets();
-    mesh_.counters().made(local_.size() * sizeof(T));
+    mesh_.counters().made(local_.size() * sizeof(T), [this] { return layout_record(); });
   }
 
   /// Evaluates a named expression (see expr/) into a new tensor, in one fused pass. The
@@ -257,6 +257,20 @@ class tensor {
        Splits::mesh_dim::name(), mesh_.template size<typename Splits::mesh_dim>(),
        mesh_.template coordinate<typename Splits::mesh_dim>()),
      ...);
+  }
+
+  // layout_record(): this tensor's layout, as the counters keep it per operation
+  tensor_layout layout_record() const {
+    tensor_layout l{detail::value_type_name<T>(), {}, {global_.begin(), global_.end()}, {}};
+    constexpr auto names = dim_names_v<Shape>;
+    l.dims.assign(names.begin(), names.end());
+    l.mesh_dim_of_dim.assign(rank, -1);
+    [&]<class... Splits>(layout<Splits...>*) {
+      ((l.mesh_dim_of_dim[index_of_v<Shape, typename Splits::tensor_dim>] =
+            static_cast<int>(Mesh::template axis_v<typename Splits::mesh_dim>)),
+       ...);
+    }(static_cast<Layout*>(nullptr));
+    return l;
   }
 
   // the local extents: this rank's stripe of every split dim (near-equal blocks, the last ones

@@ -35,9 +35,10 @@
 // empty below rank 3).
 //
 // Errors: a picture that describes no legal layout (vectors of different lengths, a mesh dim
-// out of range or of size < 1, two dims split over one mesh dim, a size its mesh dim does not
-// divide, repeated names) throws meshpp::error naming the picture and the problem;
-// draw_to_file and write_svg throw meshpp::error naming the path when it cannot be written.
+// out of range or of size < 1, two dims split over one mesh dim, repeated names) throws
+// meshpp::error naming the picture and the problem; draw_to_file and write_svg throw
+// meshpp::error naming the path when it cannot be written. A size its mesh dim does not
+// divide is no error: it is drawn in its near-equal blocks (core/detail/divides.hpp).
 #pragma once
 
 #include <algorithm>

@@ -24,8 +24,12 @@
 // FLOPs are einsum's (2·m·n·k per local product), which dominate; component-wise expressions
 // are not counted. Memory: `bytes_made` is what the operation allocated for its results on
 // this rank, not the peak of what is live at once.
+//
+// Drawn per operation: p.pictures(i) are the layouts of the tensors operation i made, and
+// p.draw(i) is their SVG (io/draw.hpp), which rank holds which block of each.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -34,7 +38,10 @@
 
 #include "meshpp/core/counters.hpp"
 #include "meshpp/core/detail/row_major.hpp"
+#include "meshpp/core/error.hpp"
 #include "meshpp/core/mesh.hpp"
+#include "meshpp/core/text.hpp"
+#include "meshpp/io/draw.hpp"
 
 namespace meshpp {
 
@@ -68,6 +75,40 @@ class plan {
     std::uint64_t b = 0;
     for (const auto& o : operations()) b += o.bytes_made;
     return b;
+  }
+
+  // pictures(i): the layouts of the tensors operation i made (its results and any tensor it
+  // made on the way), one picture each, titled with the operation; draw(i, columns) draws them
+  // side by side in one SVG (io/draw.hpp), as the paper's figures show a layout
+  std::vector<layout_picture> pictures(std::size_t i) const {
+    const auto& ops = operations();
+    if (i >= ops.size()) {
+      throw error("meshpp::plan::pictures: operation " + std::to_string(i) + " of a plan of " +
+                  std::to_string(ops.size()));
+    }
+    std::vector<layout_picture> out;
+    for (const auto& l : ops[i].layouts) {
+      layout_picture p;
+      p.title = ops[i].phase + ": " + ops[i].name + ": tensor<" + l.type + "> [";
+      for (std::size_t d = 0; d < l.dims.size(); ++d)
+        detail::append(p.title, d ? ", " : "", l.dims[d], ':', l.sizes[d]);
+      p.title += "]";
+      p.dim_names = l.dims;
+      p.sizes = l.sizes;
+      p.mesh_dim_of_dim = l.mesh_dim_of_dim;
+      p.mesh_dim_names = counts_.mesh_dim_names();
+      p.mesh_sizes = mesh_sizes_;
+      out.push_back(std::move(p));
+    }
+    return out;
+  }
+  std::string draw(std::size_t i, std::size_t columns = 2) const {
+    const auto p = pictures(i);
+    if (p.empty()) {
+      throw error("meshpp::plan::draw: operation " + std::to_string(i) + " (" +
+                  operations()[i].name + ") made no tensor");
+    }
+    return draw_svg(p, std::min(columns, p.size()));
   }
 
   /// A table: one line per operation (phase, runs, flops, bytes made, name), then one per
