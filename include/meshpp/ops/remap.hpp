@@ -85,7 +85,11 @@ void remap_along(const Tensor& t, long delta, bool wrap, OutRange&& out_range,
   constexpr std::size_t ax = index_of_v<typename Tensor::shape_type, Dim>;
   const auto ext = t.local_shape();
   const long size = static_cast<long>(t.template extent<Dim>());
-  const std::size_t inner = ext[ax] == 0 ? 0 : t.local().size() / ext[ax];
+  // the values of one index along Dim: the other dims' local extents (not size / ext[ax]: a
+  // rank whose stripe of Dim is empty still holds the other dims as its group does, and must
+  // take part alike)
+  std::size_t inner = 1;
+  for (std::size_t i = 0; i < n; ++i) inner *= i == ax ? 1 : ext[i];
   const std::array<std::size_t, n> zero{};
   auto box_of = [&](long len) {
     auto b = ext;
