@@ -130,9 +130,8 @@ TEST_CASE("uneven gradients: an embedding lookup, vocab split") {
     const auto n = static_cast<std::uint64_t>(sizes[hidden{}]);
     const auto ids = mp::generate<std::int32_t, batch>(
         m, sizes, [n](const auto& g) { return static_cast<std::int32_t>((g[0] * 3 + 1) % n); });
-    check_gradient("take<hidden>(table, ids), by table" + what, table, [&](const auto& t) {
-      return weighted_sum(mp::tanh(mp::take<hidden>(t, ids)));
-    });
+    check_gradient("take<hidden>(table, ids), by table" + what, table,
+                   [&](const auto& t) { return weighted_sum(mp::tanh(mp::take<hidden>(t, ids))); });
   });
 }
 

@@ -59,8 +59,10 @@ TEST_CASE("uneven: making tensors (offsets, shapes, values, random) under every 
       const auto whole = mp::random_normal<tensor_t<replicated, double, i, j>>(m, sizes, 5, 1, 2);
       check("random_normal", mp::random_normal<t2>(m, sizes, 5, 1, 2),
             meshpp_test::to_double(whole.local()), exact);
-      const auto whole_f = mp::random_uniform<tensor_t<replicated, float, i, j>>(m, sizes, 6, -1, 3);
-      check("random_uniform float", mp::random_uniform<tensor_t<L, float, i, j>>(m, sizes, 6, -1, 3),
+      const auto whole_f =
+          mp::random_uniform<tensor_t<replicated, float, i, j>>(m, sizes, 6, -1, 3);
+      check("random_uniform float",
+            mp::random_uniform<tensor_t<L, float, i, j>>(m, sizes, 6, -1, 3),
             meshpp_test::to_double(whole_f.local()), exact);
     });
     // iota along a split dim: each element's global index, on every shard
@@ -74,13 +76,14 @@ TEST_CASE("uneven: making tensors (offsets, shapes, values, random) under every 
         for (std::size_t b = 0; b < s.j; ++b) mask(a, b) = a <= b ? 1.0 : 0.0;
       check("iota<i> <= iota<j>",
             mp::eval(mp::iota<tensor_t<L, std::int32_t, i>>(m, sizes) <=
-                     mp::iota<tensor_t<std::conditional_t<std::is_same_v<L, i_c>, j_r, j_c>, std::int32_t, j>>(m, sizes)),
+                     mp::iota<tensor_t<std::conditional_t<std::is_same_v<L, i_c>, j_r, j_c>,
+                                       std::int32_t, j>>(m, sizes)),
             mask, exact);
     });
     // three dims, two split
     using t3 = tensor_t<layout<split<k, r>, split<i, c>>, double, i, j, k>;
-    check("generate [i/c, j, k/r]", input<t3>(m, sizes, 2), reference_input(index3{s.i, s.j, s.k}, 2),
-          exact);
+    check("generate [i/c, j, k/r]", input<t3>(m, sizes, 2),
+          reference_input(index3{s.i, s.j, s.k}, 2), exact);
   });
 }
 
@@ -263,7 +266,6 @@ TEST_CASE("uneven: einsum with batch dims, and two contracted dims over both mes
           mp::einsum<mp::shape<i>>(input<tensor_t<l2, double, i, j, k>>(m, sizes, 5),
                                    input<tensor_t<l2, double, j, k>>(m, sizes, 2)),
           want4, rounding);
-
   });
 }
 

@@ -1,6 +1,6 @@
-// Shared by uneven.cpp and uneven_movement.cpp (forward operations): tensors whose split dims the mesh dims do not
-// divide (sizes 1, 7 and 13 on meshes of 1 to 4 ranks). The convention, restated here
-// independently of the library: a dim of size n split over p ranks is cut into near-equal
+// Shared by uneven.cpp and uneven_movement.cpp (forward operations): tensors whose split dims the
+// mesh dims do not divide (sizes 1, 7 and 13 on meshes of 1 to 4 ranks). The convention, restated
+// here independently of the library: a dim of size n split over p ranks is cut into near-equal
 // blocks in coordinate order, the first n % p of them one longer; the rank at coordinate c
 // holds [c * (n / p) + min(c, n % p), that + n / p + (c < n % p ? 1 : 0)), none when n < p
 // and c >= n.
@@ -194,14 +194,14 @@ struct result {
 };
 
 template <std::size_t N>
-void check_result(const std::string& what, const result<N>& got,
-                  const xt::xtensor<double, N>& want, double tol) {
+void check_result(const std::string& what, const result<N>& got, const xt::xtensor<double, N>& want,
+                  double tol) {
   INFO(what);
   CHECK_ALL_RANKS(got.offsets == got.want_offsets);
   CHECK_ALL_RANKS(got.shape == got.want_shape);
   bool slice_ok = got.shape == got.want_shape && got.offsets == got.want_offsets;
-  slice_ok = slice_ok && meshpp_test::matches(got.local, block_of(want, got.want_offsets,
-                                                                  got.want_shape), tol);
+  slice_ok = slice_ok &&
+             meshpp_test::matches(got.local, block_of(want, got.want_offsets, got.want_shape), tol);
   CHECK_ALL_RANKS(slice_ok);
   CHECK_ALL_RANKS(meshpp_test::matches(got.gathered, want, tol));
 }
@@ -238,9 +238,9 @@ void check(const std::string& what, const Tensor& t, const xt::xtensor<double, N
   convention_block(t, global, got.want_offsets, got.want_shape);
   got.local = meshpp_test::to_double(xt::xtensor<typename Tensor::value_type, N>(t.local()));
   got.gathered = meshpp_test::to_double(mp::gather(t));
-  check_result(what + " [" + mp::to_string(typename Tensor::layout_type{}) + "] on " +
-                   t.mesh().describe(),
-               got, want, tol);
+  check_result(
+      what + " [" + mp::to_string(typename Tensor::layout_type{}) + "] on " + t.mesh().describe(),
+      got, want, tol);
 }
 
 // for_each_layout(list<L...>{}, f): f.template operator()<L>() for each L

@@ -46,7 +46,8 @@ TEST_CASE("uneven: relayout between every pair of layouts, alltoalls and the cyc
   on_every_case([](const mesh_t& m, const sizes3& s) {
     auto G = reference_input(index3{s.i, s.j, s.k}, 11);
     G.data()[0] = -0.0;  // a bit that a sum would lose
-    for_each_layout(matrix_layouts{}, [&]<class From>() { from_one<From>(m, s, G, matrix_layouts{}); });
+    for_each_layout(matrix_layouts{},
+                    [&]<class From>() { from_one<From>(m, s, G, matrix_layouts{}); });
     // the alltoalls again, 3 doubles at a time
     const small_pieces guard(3 * sizeof(double));
     from_one<i_c>(m, s, G, list<j_c, i_r_j_c, i_c_j_r>{});
@@ -64,7 +65,8 @@ using rtensor_t = mp::tensor_of<T, mp::shape<Dims...>, rmesh_t>;
 
 // reshaped(a, shape): the same row-major data under another shape
 template <std::size_t N, std::size_t M>
-xt::xtensor<double, M> reshaped(const xt::xtensor<double, N>& a, const std::array<std::size_t, M>& shape) {
+xt::xtensor<double, M> reshaped(const xt::xtensor<double, N>& a,
+                                const std::array<std::size_t, M>& shape) {
   xt::xtensor<double, M> out(shape);
   for (std::size_t f = 0; f < a.size(); ++f) out.data()[f] = a.data()[f];
   return out;
@@ -117,7 +119,9 @@ xt::xtensor<double, 3> remapped(const xt::xtensor<double, 3>& G, std::size_t axi
   return out;
 }
 long slice_src(long o, long begin, long) { return o + begin; }
-long pad_src(long o, long before, long n) { return o < before || o >= before + n ? -1 : o - before; }
+long pad_src(long o, long before, long n) {
+  return o < before || o >= before + n ? -1 : o - before;
+}
 long shift_zero_src(long o, long offset, long n) {
   const long from = o - offset;
   return from < 0 || from >= n ? -1 : from;
@@ -134,9 +138,10 @@ void check_along(const mesh_t& m, const sizes3& s) {
   const std::string along = " along " + std::string(mp::dim_name_v<Dim>);
   // slices: the whole, the first, the last, from 1 to the end, the middle (at even sizes,
   // results of sizes the mesh dims divide: 4 and n - 4)
-  const auto slices = even_sizes ? std::vector<std::array<long, 2>>{{0, n}, {0, 4}, {n - 4, 4}, {4, n - 4}}
-                                 : std::vector<std::array<long, 2>>{
-                                       {0, n}, {0, 1}, {n - 1, 1}, {1, n - 1}, {n / 3, n - n / 3 - n / 4}};
+  const auto slices = even_sizes
+                          ? std::vector<std::array<long, 2>>{{0, n}, {0, 4}, {n - 4, 4}, {4, n - 4}}
+                          : std::vector<std::array<long, 2>>{
+                                {0, n}, {0, 1}, {n - 1, 1}, {1, n - 1}, {n / 3, n - n / 3 - n / 4}};
   for (const auto& [begin, size] : slices) {
     if (size <= 0) continue;
     check("slice " + std::to_string(begin) + "+" + std::to_string(size) + along,
