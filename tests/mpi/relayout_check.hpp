@@ -24,6 +24,8 @@
 #include <meshpp/ops/relayout.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
 
+#include "small_pieces.hpp"
+
 #include <array>
 #include <bit>
 #include <cstddef>
@@ -300,21 +302,7 @@ void from_one(const mesh_t& m, const global_t& global, list<To...>) {
   (check_pair<From, To>(m, global), ...);
 }
 
-// small_pieces guard(bytes): until the guard goes, relayout's alltoalls stage `bytes` at a time
-// (detail::alltoall_staging_bytes), so that these small tensors move in many pieces: partial
-// ones, and pieces of one dim under single indices of the dims outside it.
-class small_pieces {
- public:
-  explicit small_pieces(std::size_t bytes) : saved_(mp::detail::alltoall_staging_bytes) {
-    mp::detail::alltoall_staging_bytes = bytes;
-  }
-  ~small_pieces() { mp::detail::alltoall_staging_bytes = saved_; }
-  small_pieces(const small_pieces&) = delete;
-  small_pieces& operator=(const small_pieces&) = delete;
-
- private:
-  std::size_t saved_;
-};
+using meshpp_test::small_pieces;  // (tests/support/small_pieces.hpp)
 
 // The meshes every pair runs on: the squarest grid (2x2 at 4 ranks), one row, one column.
 inline std::vector<std::array<int, 2>> mesh_shapes() {

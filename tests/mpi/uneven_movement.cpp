@@ -12,6 +12,7 @@
 //     agreement with einsum over the one-hot tensor.
 // Every result bit for bit (or to rounding, for einsum) against a single-rank reference in plain
 // loops: this rank's slice where the convention puts it, and the whole gathered.
+#include "small_pieces.hpp"
 #include "uneven_fixture.hpp"
 
 using namespace uneven;
@@ -27,19 +28,7 @@ void from_one(const mesh_t& m, const sizes3& s, const xt::xtensor<double, 3>& G,
   (check("relayout from [" + mp::to_string(From{}) + "]", mp::relayout<To>(t), G, exact), ...);
 }
 
-// small_pieces guard(bytes): relayout's alltoalls stage `bytes` at a time until the guard goes
-class small_pieces {
- public:
-  explicit small_pieces(std::size_t bytes) : saved_(mp::detail::alltoall_staging_bytes) {
-    mp::detail::alltoall_staging_bytes = bytes;
-  }
-  ~small_pieces() { mp::detail::alltoall_staging_bytes = saved_; }
-  small_pieces(const small_pieces&) = delete;
-  small_pieces& operator=(const small_pieces&) = delete;
-
- private:
-  std::size_t saved_;
-};
+using meshpp_test::small_pieces;  // (tests/support/small_pieces.hpp)
 }  // namespace
 
 TEST_CASE("uneven: relayout between every pair of layouts, alltoalls and the cycle included") {
@@ -203,29 +192,30 @@ void check_halos(const mesh_t& m, const sizes3& s) {
     }
   }
 }
+
+// along_cases(f): f.operator()<Dim, Layout>() for each dim moved along and layout of the
+// movement cases: Dim split over r or c, and whole
+template <class F>
+void along_cases(F&& f) {
+  f.template operator()<i, replicated>();
+  f.template operator()<i, i_r>();
+  f.template operator()<i, i_r_j_c>();
+  f.template operator()<i, i_c_j_r>();
+  f.template operator()<j, j_c>();
+  f.template operator()<j, i_r_j_c>();
+  f.template operator()<j, i_r>();  // j whole
+}
 }  // namespace
 
 TEST_CASE("uneven: slice, pad, concat and shift along split and whole dims") {
   on_every_case([](const mesh_t& m, const sizes3& s) {
-    check_along<i, replicated>(m, s);
-    check_along<i, i_r>(m, s);
-    check_along<i, i_r_j_c>(m, s);
-    check_along<i, i_c_j_r>(m, s);
-    check_along<j, j_c>(m, s);
-    check_along<j, i_r_j_c>(m, s);
-    check_along<j, i_r>(m, s);  // j whole
+    along_cases([&]<class D, class L>() { check_along<D, L>(m, s); });
   });
 }
 
 TEST_CASE("uneven: halo_exchange along split and whole dims, halos wider than the stripes") {
   on_every_case([](const mesh_t& m, const sizes3& s) {
-    check_halos<i, replicated>(m, s);
-    check_halos<i, i_r>(m, s);
-    check_halos<i, i_r_j_c>(m, s);
-    check_halos<i, i_c_j_r>(m, s);
-    check_halos<j, j_c>(m, s);
-    check_halos<j, i_r_j_c>(m, s);
-    check_halos<j, i_r>(m, s);  // j whole
+    along_cases([&]<class D, class L>() { check_halos<D, L>(m, s); });
   });
 }
 
