@@ -471,7 +471,6 @@ TEST_CASE("bad arguments throw on every rank, with nothing communicated") {
   for (const auto& shape : mesh_shapes()) {
     const mesh_t m(shape);
     CAPTURE(m.describe());
-    const long p = m.sizes()[0];  // x is split over r
     const auto t = make<layout<split<x, r>, split<y, c>>>(m, g);
     m.counters().reset();
     auto throws = [&](auto f, std::initializer_list<std::string_view> parts) {

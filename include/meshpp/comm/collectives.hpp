@@ -9,7 +9,8 @@
 //   broadcast<over<rows>>::run(mesh, span, root)           root: a rank of the group
 //
 // allgather, alltoall and reduce_scatter also take blocks of different sizes, one per member
-// (`run_blocks`, with the counts of every member's block: a dim split unevenly). Counted as
+// (`run_blocks`, with the counts of every member's block: a dim split unevenly; blocks all of
+// one size take the even form, for allgather and reduce_scatter). Counted as
 // the even forms are, with the same meaning, so an even split counts the same either way:
 // allgather and reduce_scatter record the values of this rank's input and the bytes of the
 // others' blocks; alltoall the values of all its send blocks and the bytes of those it sends
@@ -194,6 +195,11 @@ inline std::vector<std::size_t> block_offsets(std::span<const std::size_t> count
   return at;
 }
 
+// all_equal(counts): every block has the same size (an even split: the collectives' even forms)
+inline bool all_equal(std::span<const std::size_t> counts) {
+  return std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == counts[0]; });
+}
+
 // check_block_counts(who, counts, p): one count per member of the group
 inline void check_block_counts(const char* who, std::span<const std::size_t> counts,
                                std::size_t p) {
@@ -333,6 +339,7 @@ struct allgather<over<Ms...>> {
         detail::blocks_of("meshpp::allgather", m, g::mask, counts, out.size(), in.size());
     const std::size_t p = blocks.p, me = blocks.me;
     const auto& at = blocks.at;
+    if (detail::all_equal(counts)) return run(m, in, out);  // even: MPI_Allgather
     m.counters().record(collective::allgather, g::mask, in.size(),
                         detail::bytes<T>(out.size() - in.size()));
     if (m.planning()) return;
@@ -530,6 +537,7 @@ struct reduce_scatter<over<Ms...>, Op> {
         detail::blocks_of("meshpp::reduce_scatter", m, g::mask, counts, in.size(), out.size());
     const std::size_t p = blocks.p, me = blocks.me;
     const auto& at = blocks.at;
+    if (detail::all_equal(counts)) return run(m, in, out);  // even: MPI_Reduce_scatter_block
     m.counters().record(collective::reduce_scatter, g::mask, in.size(),
                         detail::bytes<T>(in.size() - out.size()));
     if (m.planning()) return;

@@ -16,6 +16,7 @@
 #include <string>
 #include <type_traits>
 #include <typeinfo>
+#include <utility>
 
 #include <xtensor/xtensor.hpp>
 
@@ -126,8 +127,10 @@ class tensor {
   static constexpr uninitialized_t uninitialized{};
   template <class... E>
   tensor(const Mesh& m, const extents<E...>& sizes, uninitialized_t)
-      : mesh_(m), global_(global_sizes(sizes)), offsets_{}, local_(local_shape_of_this_rank()) {
-    offsets_ = compute_offsets();
+      : mesh_(m),
+        global_(global_sizes(sizes)),
+        offsets_(block_at(m.coordinates()).first),
+        local_(block_at(m.coordinates()).second) {
     mesh_.counters().made(local_.size() * sizeof(T), [this] { return layout_record(); });
   }
 
@@ -177,6 +180,26 @@ class tensor {
     index_type s;
     std::copy_n(local_.shape().begin(), rank, s.begin());
     return s;
+  }
+  // block_at(coords): the slice the rank at these mesh coordinates holds, as its offsets and
+  // extents: along each split dim the stripe at its coordinate (near-equal blocks, the last
+  // ones shorter: core/detail/divides.hpp), every other dim whole. This rank's is
+  // {local_offsets(), local_shape()}.
+  std::pair<index_type, index_type> block_at(const typename Mesh::coordinates_type& coords) const {
+    index_type off{}, ext = global_;
+    [&]<class... Splits>(layout<Splits...>*) {
+      (
+          [&] {
+            constexpr std::size_t i = index_of_v<Shape, typename Splits::tensor_dim>;
+            constexpr std::size_t a = Mesh::template axis_v<typename Splits::mesh_dim>;
+            const auto parts = static_cast<std::size_t>(mesh_.sizes()[a]);
+            const auto c = static_cast<std::size_t>(coords[a]);
+            off[i] = detail::stripe_begin(global_[i], parts, c);
+            ext[i] = detail::stripe_size(global_[i], parts, c);
+          }(),
+          ...);
+    }(static_cast<Layout*>(nullptr));
+    return {off, ext};
   }
   // local_offsets(): the global index of this rank's slice's first element, in each dim
   const index_type& local_offsets() const { return offsets_; }
@@ -246,19 +269,6 @@ class tensor {
     return Mesh::template mask_v<typename Splits::mesh_dim...>;
   }
 
-  // For every split dim: its mesh dim's size and this rank's coordinate on it.
-  template <class F>
-  void for_each_split(F&& f) const {
-    for_each_split_impl(f, static_cast<Layout*>(nullptr));
-  }
-  template <class F, class... Splits>
-  void for_each_split_impl(F& f, layout<Splits...>*) const {
-    (f(index_of_v<Shape, typename Splits::tensor_dim>, Splits::tensor_dim::name(),
-       Splits::mesh_dim::name(), mesh_.template size<typename Splits::mesh_dim>(),
-       mesh_.template coordinate<typename Splits::mesh_dim>()),
-     ...);
-  }
-
   // layout_record(): this tensor's layout, as the counters keep it per operation
   tensor_layout layout_record() const {
     tensor_layout l{detail::value_type_name<T>(), {}, {global_.begin(), global_.end()}, {}};
@@ -271,26 +281,6 @@ class tensor {
        ...);
     }(static_cast<Layout*>(nullptr));
     return l;
-  }
-
-  // the local extents: this rank's stripe of every split dim (near-equal blocks, the last ones
-  // shorter: core/detail/divides.hpp), every other dim whole
-  index_type local_shape_of_this_rank() const {
-    index_type local = global_;
-    for_each_split([&](std::size_t i, std::string_view, std::string_view, int parts, int coord) {
-      local[i] = detail::stripe_size(global_[i], static_cast<std::size_t>(parts),
-                                     static_cast<std::size_t>(coord));
-    });
-    return local;
-  }
-
-  index_type compute_offsets() const {
-    index_type off{};
-    for_each_split([&](std::size_t i, std::string_view, std::string_view, int parts, int coord) {
-      off[i] = detail::stripe_begin(global_[i], static_cast<std::size_t>(parts),
-                                    static_cast<std::size_t>(coord));
-    });
-    return off;
   }
 
   Mesh mesh_;

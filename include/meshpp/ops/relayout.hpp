@@ -351,8 +351,9 @@ void apply_step(const Mesh& mesh, const relayout_step& s, const T* src,
       copy_box(src, ext,
                at(s.arriving, stripe_begin(global[static_cast<std::size_t>(s.arriving)], p, c)),
                dst, out_ext, zero, out_ext);
-    } else if (s.kind == relayout_step_kind::allgather && !even) {
-      // [a/m] |-> [a]   gather the stripes of a, of their own sizes, in coordinate order
+    } else if (s.kind == relayout_step_kind::allgather) {
+      // [a/m] |-> [a]   gather the stripes of a (of their own sizes where a splits unevenly),
+      // in coordinate order
       const auto leaving = static_cast<std::size_t>(s.leaving);
       std::vector<std::size_t> counts(p);
       for (std::size_t j = 0; j < p; ++j)
@@ -368,19 +369,6 @@ void apply_step(const Mesh& mesh, const relayout_step& s, const T* src,
           const auto b = with_extent(ext, s.leaving, stripe_size(global[leaving], p, j));
           copy_box(blocks.data() + pos, b, zero, dst, out_ext,
                    at(s.leaving, stripe_begin(global[leaving], p, j)), b);
-        }
-      }
-    } else if (s.kind == relayout_step_kind::allgather) {
-      // [a/m] |-> [a]   gather the stripes of a, in coordinate order
-      const bool in_place = outermost(out_ext, s.leaving);
-      scratch<T> blocks(in_place ? 0 : count * p);
-      T* gathered = in_place ? dst : blocks.data();
-      allgather<over<M>>::run(mesh, std::span<const T>(src, count),
-                              std::span<T>(gathered, count * p));
-      if (!in_place) {
-        for (std::size_t j = 0; j < p; ++j) {
-          copy_box(blocks.data() + j * count, ext, zero, dst, out_ext,
-                   at(s.leaving, j * ext[s.leaving]), ext);
         }
       }
     } else if (even) {

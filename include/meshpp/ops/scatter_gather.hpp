@@ -35,28 +35,6 @@
 namespace meshpp {
 
 namespace detail {
-// The box (offsets and extents) of the slice held by the rank at mesh coordinates `coords`.
-template <class Tensor>
-std::pair<typename Tensor::index_type, typename Tensor::index_type> slice_at(
-    const Tensor& t, const typename Tensor::mesh_type::coordinates_type& coords) {
-  typename Tensor::index_type off{}, ext = t.global_shape();
-  const auto& m = t.mesh();
-  [&]<class... Splits>(layout<Splits...>*) {
-    (
-        [&] {
-          constexpr std::size_t i =
-              index_of_v<typename Tensor::shape_type, typename Splits::tensor_dim>;
-          constexpr std::size_t a = Tensor::mesh_type::template axis_v<typename Splits::mesh_dim>;
-          const auto parts = static_cast<std::size_t>(m.sizes()[a]);
-          const auto c = static_cast<std::size_t>(coords[a]);
-          off[i] = stripe_begin(t.global_shape()[i], parts, c);
-          ext[i] = stripe_size(t.global_shape()[i], parts, c);
-        }(),
-        ...);
-  }(static_cast<typename Tensor::layout_type*>(nullptr));
-  return {off, ext};
-}
-
 template <std::size_t N>
 std::string shape_text(const std::array<std::size_t, N>& s) {
   std::string out = "[";
@@ -127,25 +105,18 @@ requires is_tensor_v<Tensor> xt::xtensor<typename Tensor::value_type, Tensor::ra
     constexpr unsigned mask = Tensor::split_mask();
     std::vector<typename Tensor::index_type> at(members), box(members);
     std::vector<std::size_t> counts(members);
-    bool even = true;
     for (std::size_t j = 0; j < members; ++j) {
       auto coords = m.coordinates();
       detail::set_coordinates(static_cast<int>(j), m.sizes(), coords, mask);
-      std::tie(at[j], box[j]) = detail::slice_at(t, coords);
+      std::tie(at[j], box[j]) = t.block_at(coords);
       counts[j] = detail::element_count(box[j]);
-      even = even && counts[j] == count;
     }
     // xt::uvector, not std::vector: std::vector<bool> has no data() (bool tensors come from
     // comparisons)
     xt::uvector<T> blocks(detail::block_offsets(counts).back());
-    if (even) {
-      allgather<over_t<split_dims>>::run(m, std::span<const T>(t.local().data(), count),
-                                         std::span<T>(blocks.data(), blocks.size()));
-    } else {
-      allgather<over_t<split_dims>>::run_blocks(m, std::span<const T>(t.local().data(), count),
-                                                std::span<T>(blocks.data(), blocks.size()),
-                                                std::span<const std::size_t>(counts));
-    }
+    allgather<over_t<split_dims>>::run_blocks(m, std::span<const T>(t.local().data(), count),
+                                              std::span<T>(blocks.data(), blocks.size()),
+                                              std::span<const std::size_t>(counts));
     if (m.planning()) return whole;  // counted; nothing to copy
     for (std::size_t j = 0, pos = 0; j < members; pos += counts[j], ++j) {
       detail::copy_box(blocks.data() + pos, box[j], {}, whole.data(), t.global_shape(), at[j],
@@ -189,7 +160,7 @@ requires is_tensor_v<Tensor> xt::xtensor<typename Tensor::value_type, Tensor::ra
   for (std::size_t r = 0; r < ranks; ++r) {
     displs[r] = total;
     if (!contributes(static_cast<int>(r))) continue;
-    slices[r] = detail::slice_at(t, m.coordinates_of(static_cast<int>(r)));
+    slices[r] = t.block_at(m.coordinates_of(static_cast<int>(r)));
     sizes[r] = detail::element_count(slices[r].second);
     total += sizes[r];
     largest = std::max(largest, sizes[r]);

@@ -62,11 +62,8 @@ auto reduce_scatter_along(const X& x) {
   }
   const std::span<const T> from(in, count);
   const std::span<T> to(y.local().data(), y.local().size());
-  if (ext[ax] % p == 0)
-    reduce_scatter<over<m>, op::sum>::run(x.mesh(), from, to);
-  else
-    reduce_scatter<over<m>, op::sum>::run_blocks(x.mesh(), from, to,
-                                                 std::span<const std::size_t>(counts));
+  reduce_scatter<over<m>, op::sum>::run_blocks(x.mesh(), from, to,
+                                               std::span<const std::size_t>(counts));
   return y;
 }
 
