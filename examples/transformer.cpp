@@ -19,7 +19,7 @@
 //   [--eval-windows 512] [--validation-block 16384] [--pad-vocab 8] [--prompt TEXT]
 //   [--sample-length 200] [--temperature 0.8] [--seed 1]
 //   [--log-every 50] [--json] [--checkpoint FILE [--checkpoint-every N] [--resume]]
-//   [--stop-after N] [--plan RANKS] [--machine FILE] [--memory-budget MIB]
+//   [--stop-after N] [--plan RANKS] [--machine FILE] [--memory-budget MIB] [--profile]
 //
 // --layout auto chooses the layout before training (README "Layout search"): it plans one step
 // under each of the three layouts, data+model on every mesh shape of the ranks, prices each
@@ -28,6 +28,11 @@
 // terms (compute, passes, communication, memory), and trains the fastest that fits in
 // --memory-budget MiB per rank. With --plan RANKS as well, it ranks them for RANKS ranks and
 // stops.
+//
+// --profile times every operation of the steps after the first (counters by operation, timed)
+// and prints, on rank 0 at the end, each beside its price in the plan of one step on the
+// machine model (--machine): what the search predicts against what ran (README "Layout
+// search").
 //
 // --plan RANKS prints the plan of one training step under --layout on a mesh of RANKS ranks
 // (README "Plans"): per operation, the collectives, values and bytes each rank sends, the einsum
@@ -71,8 +76,7 @@ namespace {
 
 using transformer_example::options;
 int plan_ranks = 0;  // --plan RANKS: plan a step on that many ranks instead of training
-std::string machine_file = "meshpp-machine.txt";  // --machine: the model --layout auto prices on
-double memory_budget_mib = 0;                     // --memory-budget: 0, the machine's (or none)
+double memory_budget_mib = 0;  // --memory-budget: 0, the machine's (or none)
 
 options parse(int argc, char** argv) {
   options o;
@@ -132,7 +136,9 @@ options parse(int argc, char** argv) {
     else if (a == "--plan")
       plan_ranks = static_cast<int>(args.count());
     else if (a == "--machine")
-      machine_file = args.text();
+      o.machine = args.text();
+    else if (a == "--profile")
+      o.profile = true;
     else if (a == "--memory-budget")
       memory_budget_mib = args.real();
     else if (a == "--help") {
@@ -144,7 +150,8 @@ options parse(int argc, char** argv) {
           "                   [--sample-length N] [--temperature X] [--seed S] [--log-every N]\n"
           "                   [--json] [--checkpoint FILE [--checkpoint-every N] [--resume]]\n"
           "                   [--stop-after N] [--plan RANKS] [--machine FILE]\n"
-          "                   [--memory-budget MIB]   (--layout auto: the search chooses)\n");
+          "                   [--memory-budget MIB] [--profile]   (--layout auto: the search\n"
+          "                   chooses)\n");
       std::exit(0);
     } else {
       args.unknown();
@@ -178,32 +185,13 @@ options parse(int argc, char** argv) {
   return o;
 }
 
-// train_step<Mesh>(m, o, vocab): one training step of the model, with the optimizer
-// --optimizer names, as a plan runs it (the ids are a tensor of the right sizes: a plan reads
-// none)
-template <class Mesh>
-void train_step(const Mesh& m, const options& o, std::size_t vocab) {
-  namespace tx = transformer_example;
-  const auto sizes = tx::model_sizes(o, o.batch, vocab);
-  const tx::language_model<Mesh> model(m, sizes, o);
-  using ids_t = typename tx::language_model<Mesh>::ids_t;
-  const ids_t ids(m, sizes);
-  auto train = [&](auto opt) {
-    model.add_to(*opt);
-    mp::backward(model.loss(ids, ids));
-    opt->step();
-  };
-  if (o.optimizer == "sgd")
-    train(std::make_unique<mp::sgd>(mp::sgd_options{.learning_rate = o.learning_rate}));
-  else
-    train(std::make_unique<mp::adam>(mp::adam_options{.learning_rate = o.learning_rate}));
-}
+using transformer_example::planned_step;
 
 // print_plan<Mesh>(shape, o, vocab): the plan of one training step on a planned mesh of this
 // shape (rank 0's view)
 template <class Mesh>
 void print_plan(const typename Mesh::coordinates_type& shape, const options& o, std::size_t vocab) {
-  const auto p = mp::make_plan<Mesh>(shape, [&](const Mesh& m) { train_step(m, o, vocab); });
+  const auto p = mp::make_plan<Mesh>(shape, [&](const Mesh& m) { planned_step(m, o, vocab); });
   if (boost::mpi::communicator().rank() == 0) std::printf("%s", p.report().c_str());
 }
 
@@ -211,17 +199,17 @@ void print_plan(const typename Mesh::coordinates_type& shape, const options& o, 
 // every mesh shape), priced on the machine model, ranked; printed on rank 0
 mp::layout_search search_layouts(int ranks, const options& o, std::size_t vocab) {
   const bool talk = boost::mpi::communicator().rank() == 0;
-  auto machine = mp::machine_model::load_or_defaults(machine_file);
+  auto machine = mp::machine_model::load_or_defaults(o.machine);
   if (talk) {
     std::printf("layout search for %d ranks, priced on %s\n", ranks, machine.source.c_str());
   }
   mp::layout_search search(std::move(machine), memory_budget_mib * (1 << 20));
-  search.add<mesh_data>("data", {ranks}, [&](const mesh_data& m) { train_step(m, o, vocab); });
-  search.add<mesh_model>("model", {ranks}, [&](const mesh_model& m) { train_step(m, o, vocab); });
+  search.add<mesh_data>("data", {ranks}, [&](const mesh_data& m) { planned_step(m, o, vocab); });
+  search.add<mesh_model>("model", {ranks}, [&](const mesh_model& m) { planned_step(m, o, vocab); });
   for (int r = 1; r <= ranks; ++r) {
     if (ranks % r) continue;
     search.add<mesh_data_model>("data+model", {r, ranks / r},
-                                [&](const mesh_data_model& m) { train_step(m, o, vocab); });
+                                [&](const mesh_data_model& m) { planned_step(m, o, vocab); });
   }
   if (talk) std::printf("%s", search.table().c_str());
   return search;

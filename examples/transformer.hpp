@@ -63,6 +63,10 @@ struct options {
   std::size_t checkpoint_every = 0;  // 0: at the end only
   bool resume = false;               // start from the checkpoint (any layout, any rank count)
   std::size_t stop_after = 0;        // > 0: stop after this step (saving first), as if preempted
+  // --profile: time every operation of the steps after this run's first, and print them beside
+  // the plan's prediction on the machine model in `machine` (README "Layout search")
+  bool profile = false;
+  std::string machine = "meshpp-machine.txt";  // the machine model --layout auto prices on
 };
 
 using dims = mp::nn::transformer_dims<length, memory_length, d_model, heads, d_k, d_v, d_ff>;
@@ -122,6 +126,38 @@ struct language_model {
     mp::add_variables(opt, final_norm, unembed);
   }
 };
+
+// optimizer_for(o, model): the optimizer --optimizer names, holding every variable of model
+// (behind the base class, so the training loop is compiled once)
+template <class Model>
+std::unique_ptr<mp::optimizer> optimizer_for(const options& o, const Model& model) {
+  auto holding_all = [&](auto opt) {
+    model.add_to(*opt);
+    return std::unique_ptr<mp::optimizer>(std::move(opt));
+  };
+  if (o.optimizer == "sgd")
+    return holding_all(
+        std::make_unique<mp::sgd>(mp::sgd_options{.learning_rate = o.learning_rate}));
+  return holding_all(std::make_unique<mp::adam>(mp::adam_options{.learning_rate = o.learning_rate}));
+}
+
+// planned_step<Mesh>(m, o, vocab, steady): one training step as a plan runs it (on a planned
+// mesh m): the model made, the loss, backward and the optimizer (the ids are a tensor of the
+// right sizes: a plan reads none). With steady, a first step is taken and the counters reset
+// before the step counted, so the plan is of a step after the first, as a timed run measures
+// (the optimizer's slots made, the model not).
+template <class Mesh>
+void planned_step(const Mesh& m, const options& o, std::size_t vocab, bool steady = false) {
+  const auto sizes = model_sizes(o, o.batch, vocab);
+  const language_model<Mesh> model(m, sizes, o);
+  const typename language_model<Mesh>::ids_t ids(m, sizes);
+  const auto opt = optimizer_for(o, model);
+  for (int step = steady ? 0 : 1; step < 2; ++step) {
+    if (step == 1 && steady) m.counters().reset();
+    mp::backward(model.loss(ids, ids));
+    opt->step();
+  }
+}
 
 // run<Mesh>(mesh, text, o): trains, evaluates and samples; prints as examples/transformer.cpp
 // says

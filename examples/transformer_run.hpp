@@ -6,6 +6,8 @@
 
 #include "transformer.hpp"
 
+#include <meshpp/plan/search.hpp>
+
 #ifdef MESHPP_EXAMPLE_CHECKPOINTS
 #include <meshpp/io/checkpoint.hpp>  // parallel HDF5 (CMake target meshpp::hdf5)
 #endif
@@ -76,19 +78,7 @@ struct trainer {
                                [&](const auto& i) { return ids[starts[i[0]] + i[1] + shift]; });
   }
 
-  // the optimizer --optimizer names, holding every variable (behind the base class, so the
-  // training loop is compiled once)
-  std::unique_ptr<mp::optimizer> make_optimizer() const {
-    auto holding_all = [&](auto opt) {
-      model.add_to(*opt);
-      return std::unique_ptr<mp::optimizer>(std::move(opt));
-    };
-    if (o.optimizer == "sgd")
-      return holding_all(
-          std::make_unique<mp::sgd>(mp::sgd_options{.learning_rate = o.learning_rate}));
-    return holding_all(
-        std::make_unique<mp::adam>(mp::adam_options{.learning_rate = o.learning_rate}));
-  }
+  std::unique_ptr<mp::optimizer> make_optimizer() const { return optimizer_for(o, model); }
 
   // validation bits per character over up to o.eval_windows windows of the held-out text
   double validation_bpc() const {
@@ -184,6 +174,10 @@ struct trainer {
     auto last = start;
     std::size_t trained = 0;
     for (std::size_t step = first; step <= o.steps; ++step) {
+      if (o.profile && step == first + 1) {  // the steps after the first, timed by operation
+        mesh.counters().reset();
+        mesh.counters().by_operation(true, true);
+      }
       const auto starts = mp::window_starts(text.train_ids.size(), window, o.batch, seed, step);
       const auto ids = window_ids(starts, 0);
       const auto targets = window_ids(starts, 1);
@@ -214,9 +208,12 @@ struct trainer {
         save(step);
       if (stop) break;
     }
+    const mp::counters measured = mesh.counters();  // the profile, if --profile
+    mesh.counters().by_operation(false);
     mesh.world().barrier();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (o.profile && trained > 1 && talk) print_profile(measured, trained - 1);
     for (auto& b : model.blocks) b.set_inference(true);
     const double bpc = o.eval_windows ? validation_bpc() : std::nan("");
     const std::string text_out = o.sample_length ? sample() : std::string();
@@ -236,6 +233,19 @@ struct trainer {
       std::printf("sample: %s%s\n", o.prompt.c_str(), text_out.c_str());
     }
     std::fflush(stdout);
+  }
+
+  // print_profile(measured, steps): each operation's time in the steps profiled beside its
+  // price in the plan of one step after the first on this mesh (as this rank), on the machine
+  // model in --machine
+  void print_profile(const mp::counters& measured, std::size_t steps) const {
+    const auto machine = mp::machine_model::load_or_defaults(o.machine);
+    const auto p = mp::make_plan<Mesh>(
+        mesh.sizes(), [&](const Mesh& m) { planned_step(m, o, text.vocab_size(), true); },
+        mesh.rank());
+    std::printf("profile of %zu steps on rank %d of %s, priced on %s\n%s", steps, mesh.rank(),
+                mesh.describe().c_str(), machine.source.c_str(),
+                mp::profile_table(p, measured, steps, machine).c_str());
   }
 
   ids_t window_ids(const std::vector<std::size_t>& starts, std::size_t shift) const {

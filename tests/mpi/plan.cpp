@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -94,6 +95,50 @@ TEST_CASE("plan: every operation's collectives, flops and bytes equal the real s
       CHECK(p.report().find("einsum [batch, rows, cols] x [rows, cols, hidden]") !=
             std::string::npos);
     }
+  }
+}
+
+TEST_CASE("profile: a step timed by operation, beside its plan priced per operation") {
+  for (const auto& shape : meshpp_test::mesh_shapes<3>(world().size())) {
+    const mesh_t real(shape);
+    real.counters().by_operation(true, /*timed*/ true);
+    CHECK(real.counters().timed());
+    const auto start = std::chrono::steady_clock::now();
+    mnist_step(real, std::size_t{4} << 20);
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto p = mp::make_plan<mesh_t>(
+        shape, [&](const mesh_t& m) { mnist_step(m, std::size_t{4} << 20); }, world().rank());
+    CAPTURE(real.describe());
+    // timing adds no row and changes no count: the plan still equals the run
+    CHECK(all_ranks(p.operations() == real.counters().operations()));
+    // every operation that ran was charged time; the charges add up to no more than the step
+    double charged = real.counters().unattributed_seconds();
+    bool each_timed = true;
+    for (const auto& o : real.counters().operations()) {
+      charged += o.seconds;
+      if (o.runs > 0 && !(o.seconds > 0)) each_timed = false;
+    }
+    CHECK(all_ranks(each_timed));
+    CHECK(charged > 0);
+    CHECK(charged <= wall + 1e-6);
+    // the plan has no time; its price per operation adds up to the step's
+    const auto machine = mp::machine_model::defaults();
+    double per_operation = 0;
+    for (const auto& o : p.operations()) {
+      CHECK(o.seconds == 0);
+      per_operation += mp::predict(o, p, machine).total();
+    }
+    CHECK(per_operation == doctest::Approx(mp::predict(p, machine).total()).epsilon(1e-12));
+    // the table: a line per operation of the plan, then the totals
+    const std::string table = mp::profile_table(p, real.counters(), 1, machine);
+    for (const auto& o : p.operations()) CHECK(table.find(o.name) != std::string::npos);
+    CHECK(table.find("\ntotal ") != std::string::npos);
+    CHECK(table.find("(no operation)") != std::string::npos);
+    // untimed counters have nothing to compare
+    CHECK(meshpp_test::throws_with<mp::error>(
+        [&] { (void)mp::profile_table(p, p.counts(), 1, machine); },
+        {"meshpp::profile_table: the measured counters must be timed"}));
   }
 }
 

@@ -21,10 +21,20 @@
 // name and dims ("einsum [batch, hidden] x [hidden, classes] -> [batch, classes]"); counts go to
 // the innermost scope open, under the phase (forward, backward, optimizer) that is open. An
 // operation run again adds to its row: rows are per distinct operation, not per call.
+//
+// Timed by operation (off by default): mesh.counters().by_operation(true, /*timed*/ true) also
+// charges wall time to the rows. Each scope opening or closing charges the time since the last
+// one to the row that was current, so a row's `seconds` exclude the operations nested in it,
+// and the time between operations (expressions, makers) goes to the unnamed row of its phase.
+// Time charged to no row that counted anything (before the first operation of a step, say) is
+// `unattributed_seconds()`. Two clock reads per operation; what a measured step is priced
+// against (plan/search.hpp, profile_table). Seconds are not part of a row's equality: a plan
+// has none.
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -89,7 +99,13 @@ struct operation_count {
   std::uint64_t flops = 0;             // einsum flops on this rank
   std::uint64_t bytes_made = 0;        // bytes of the tensor slices it made on this rank
   std::vector<tensor_layout> layouts;  // the distinct layouts of the tensors it made, in order
-  friend bool operator==(const operation_count&, const operation_count&) = default;
+  double seconds = 0;                  // wall time inside it on this rank, when timed
+  // equal counts: phase, name, runs, collectives, flops, bytes and layouts (not seconds)
+  friend bool operator==(const operation_count& a, const operation_count& b) {
+    return a.phase == b.phase && a.name == b.name && a.runs == b.runs &&
+           a.collectives == b.collectives && a.flops == b.flops &&
+           a.bytes_made == b.bytes_made && a.layouts == b.layouts;
+  }
 };
 
 /// @brief The counters of one mesh. Recording is an array increment: no allocation, no lock
@@ -103,13 +119,16 @@ class counters {
     scope(const scope&) = delete;
     scope& operator=(const scope&) = delete;
     ~scope() {
-      if (c_) (phase_ ? c_->phase_ : c_->operation_) = std::move(previous_);
+      if (!c_) return;
+      c_->charge();
+      (phase_ ? c_->phase_ : c_->operation_) = std::move(previous_);
     }
 
    private:
     friend class counters;
     scope(counters* c, bool phase, std::string name) : c_(c), phase_(phase) {
       if (!c_) return;
+      c_->charge();
       std::string& now = phase ? c_->phase_ : c_->operation_;
       previous_ = std::move(now);
       now = std::move(name);
@@ -120,9 +139,17 @@ class counters {
     std::string previous_;
   };
 
-  // by_operation(on): count per operation too (from now on); by_operation(): whether it does
-  void by_operation(bool on) { by_operation_ = on; }
+  // by_operation(on, timed): count per operation too (from now on), and with timed, charge
+  // wall time to the operations as well; by_operation(), timed(): whether it does
+  void by_operation(bool on, bool timed = false) {
+    by_operation_ = on;
+    timed_ = on && timed;
+    mark_ = clock::now();
+  }
   bool by_operation() const { return by_operation_; }
+  bool timed() const { return timed_; }
+  // unattributed_seconds(): timed wall time charged to no row (see the top)
+  double unattributed_seconds() const { return unattributed_seconds_; }
 
   // operation(name): a scope for one run of an operation; `name` is called only when counting
   // by operation (so naming costs nothing otherwise)
@@ -200,6 +227,8 @@ class counters {
     einsum_calls_ = 0;
     einsum_flops_ = 0;
     operations_.clear();
+    unattributed_seconds_ = 0;
+    mark_ = clock::now();
   }
 
   // mesh_dims_text(mask): "rows,cols" for the mesh dims in the bit set mask; "(none)" for none
@@ -236,20 +265,43 @@ class counters {
   }
 
  private:
-  operation_count& current() {
+  using clock = std::chrono::steady_clock;
+
+  // find_current(): the row of the operation and phase open now, or null if it has none yet
+  operation_count* find_current() {
     const std::string& name = operation_.empty() ? unnamed : operation_;
     const std::string& phase = phase_.empty() ? forward : phase_;
     if (last_ < operations_.size() && operations_[last_].name == name &&
         operations_[last_].phase == phase)
-      return operations_[last_];
-    for (last_ = 0; last_ < operations_.size(); ++last_) {
-      if (operations_[last_].name == name && operations_[last_].phase == phase)
-        return operations_[last_];
+      return &operations_[last_];
+    for (std::size_t i = 0; i < operations_.size(); ++i) {
+      if (operations_[i].name == name && operations_[i].phase == phase) {
+        last_ = i;
+        return &operations_[i];
+      }
     }
+    return nullptr;
+  }
+  // charge(): the time since the last scope change, to the row current until now
+  void charge() {
+    if (!timed_) return;
+    const auto now = clock::now();
+    const double s = std::chrono::duration<double>(now - mark_).count();
+    mark_ = now;
+    if (auto* row = find_current())
+      row->seconds += s;
+    else
+      unattributed_seconds_ += s;
+  }
+  operation_count& current() {
+    if (auto* row = find_current()) return *row;
+    const std::string& name = operation_.empty() ? unnamed : operation_;
+    const std::string& phase = phase_.empty() ? forward : phase_;
     operation_count made_now;
     made_now.phase = phase;
     made_now.name = name;
     operations_.push_back(std::move(made_now));
+    last_ = operations_.size() - 1;
     return operations_.back();
   }
   inline static const std::string unnamed = "(expressions, makers, copies)";
@@ -257,6 +309,9 @@ class counters {
 
   std::vector<std::string> mesh_dim_names_;
   bool by_operation_ = false;
+  bool timed_ = false;
+  clock::time_point mark_{};
+  double unattributed_seconds_ = 0;
   std::string operation_, phase_;
   std::vector<operation_count> operations_;
   std::size_t last_ = 0;

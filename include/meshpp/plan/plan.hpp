@@ -58,6 +58,8 @@ class plan {
 
   // operations(): per operation and phase, in the order they first ran
   const std::vector<operation_count>& operations() const { return counts_.operations(); }
+  // counts(): the planned mesh's counters whole (not timed: a plan runs nothing)
+  const counters& counts() const { return counts_; }
   int rank() const { return rank_; }
   // mesh(): "[rows:2, cols:2]"; mesh_sizes(): the sizes in mesh order
   const std::string& mesh() const { return mesh_text_; }

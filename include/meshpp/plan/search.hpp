@@ -46,23 +46,103 @@ struct step_cost {
   double total() const { return compute + passes + communication; }
 };
 
-/// predict(p, machine): the price of the planned step p on the machine model (see the top)
-inline step_cost predict(const plan& p, const machine_model& machine) {
+/// predict(o, p, machine): the price of one operation o of plan p (its row, all its runs)
+inline step_cost predict(const operation_count& o, const plan& p, const machine_model& machine) {
   step_cost c;
-  c.compute = machine.gemm_seconds(static_cast<double>(p.flops()));
-  c.bytes_made = p.bytes_made();
-  c.passes = machine.stream_seconds(2.0 * static_cast<double>(c.bytes_made));
-  for (const auto& o : p.operations()) {
-    for (const auto& e : o.collectives) {
-      const int group = p.group_size(e.mask);
-      if (group == 1 || e.count.calls == 0) continue;  // counted, but nothing moves
-      const double per_call =
-          static_cast<double>(e.count.bytes_sent) / static_cast<double>(e.count.calls);
-      c.communication +=
-          static_cast<double>(e.count.calls) * machine.seconds(e.kind, group, per_call);
-    }
+  c.compute = machine.gemm_seconds(static_cast<double>(o.flops));
+  c.bytes_made = o.bytes_made;
+  c.passes = machine.stream_seconds(2.0 * static_cast<double>(o.bytes_made));
+  for (const auto& e : o.collectives) {
+    const int group = p.group_size(e.mask);
+    if (group == 1 || e.count.calls == 0) continue;  // counted, but nothing moves
+    const double per_call =
+        static_cast<double>(e.count.bytes_sent) / static_cast<double>(e.count.calls);
+    c.communication += static_cast<double>(e.count.calls) * machine.seconds(e.kind, group, per_call);
   }
   return c;
+}
+
+/// predict(p, machine): the price of the planned step p on the machine model (see the top):
+/// the sum of its operations' prices
+inline step_cost predict(const plan& p, const machine_model& machine) {
+  step_cost c;
+  for (const auto& o : p.operations()) {
+    const auto one = predict(o, p, machine);
+    c.compute += one.compute;
+    c.passes += one.passes;
+    c.communication += one.communication;
+    c.bytes_made += one.bytes_made;
+  }
+  return c;
+}
+
+/// profile_table(p, measured, steps, machine): the plan of one step priced per operation
+/// beside the time the same operations took in a real run. `measured` are the counters of the
+/// run, timed by operation (counters::by_operation(true, true)) over `steps` steps; rows are
+/// matched by phase and name. One line per operation of the plan (predicted ms per step by
+/// term, measured ms per step, measured / predicted), then the operations measured that the
+/// plan has not, the time charged to none, and the totals. Throws meshpp::error if `measured`
+/// was not timed or steps is 0.
+inline std::string profile_table(const plan& p, const counters& measured, std::size_t steps,
+                                 const machine_model& machine) {
+  if (!measured.timed() || steps == 0) {
+    throw error("meshpp::profile_table: the measured counters must be timed by operation "
+                "(counters::by_operation(true, true)) over at least one step");
+  }
+  const double per_step = 1e3 / static_cast<double>(steps);
+  std::string out;
+  char line[768];
+  std::snprintf(line, sizeof line, "%-10s %9s %9s %9s %9s %9s %7s  %s\n", "phase", "predicted",
+                "compute", "passes", "comm", "measured", "ratio", "operation (ms per step)");
+  out += line;
+  auto ratio_text = [](double measured_ms, double predicted_ms) {
+    char b[32];
+    if (predicted_ms > 0)
+      std::snprintf(b, sizeof b, "%7.2f", measured_ms / predicted_ms);
+    else
+      std::snprintf(b, sizeof b, "%7s", "-");
+    return std::string(b);
+  };
+  step_cost total;
+  double total_measured = 0;
+  std::vector<bool> matched(measured.operations().size(), false);
+  for (const auto& o : p.operations()) {
+    const auto c = predict(o, p, machine);
+    total.compute += c.compute;
+    total.passes += c.passes;
+    total.communication += c.communication;
+    double ms = 0;
+    for (std::size_t i = 0; i < measured.operations().size(); ++i) {
+      const auto& m = measured.operations()[i];
+      if (m.phase != o.phase || m.name != o.name) continue;
+      matched[i] = true;
+      ms = m.seconds * per_step;
+    }
+    total_measured += ms;
+    std::snprintf(line, sizeof line, "%-10s %9.3f %9.3f %9.3f %9.3f %9.3f %s  %s\n",
+                  o.phase.c_str(), 1e3 * c.total(), 1e3 * c.compute, 1e3 * c.passes,
+                  1e3 * c.communication, ms, ratio_text(ms, 1e3 * c.total()).c_str(),
+                  o.name.c_str());
+    out += line;
+  }
+  for (std::size_t i = 0; i < measured.operations().size(); ++i) {
+    if (matched[i]) continue;
+    const auto& m = measured.operations()[i];
+    total_measured += m.seconds * per_step;
+    std::snprintf(line, sizeof line, "%-10s %9s %9s %9s %9s %9.3f %7s  %s (not in the plan)\n",
+                  m.phase.c_str(), "-", "-", "-", "-", m.seconds * per_step, "-", m.name.c_str());
+    out += line;
+  }
+  const double none = measured.unattributed_seconds() * per_step;
+  total_measured += none;
+  std::snprintf(line, sizeof line, "%-10s %9s %9s %9s %9s %9.3f %7s  %s\n", "", "-", "-", "-",
+                "-", none, "-", "(no operation)");
+  out += line;
+  std::snprintf(line, sizeof line, "%-10s %9.3f %9.3f %9.3f %9.3f %9.3f %s  %s\n", "total",
+                1e3 * total.total(), 1e3 * total.compute, 1e3 * total.passes,
+                1e3 * total.communication, total_measured,
+                ratio_text(total_measured, 1e3 * total.total()).c_str(), "one step");
+  return out + line;
 }
 
 namespace detail {
