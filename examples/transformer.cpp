@@ -75,7 +75,7 @@
 namespace {
 
 using transformer_example::options;
-int plan_ranks = 0;  // --plan RANKS: plan a step on that many ranks instead of training
+int plan_ranks = 0;            // --plan RANKS: plan a step on that many ranks instead of training
 double memory_budget_mib = 0;  // --memory-budget: 0, the machine's (or none)
 
 options parse(int argc, char** argv) {

@@ -138,7 +138,8 @@ std::unique_ptr<mp::optimizer> optimizer_for(const options& o, const Model& mode
   if (o.optimizer == "sgd")
     return holding_all(
         std::make_unique<mp::sgd>(mp::sgd_options{.learning_rate = o.learning_rate}));
-  return holding_all(std::make_unique<mp::adam>(mp::adam_options{.learning_rate = o.learning_rate}));
+  return holding_all(
+      std::make_unique<mp::adam>(mp::adam_options{.learning_rate = o.learning_rate}));
 }
 
 // planned_step<Mesh>(m, o, vocab, steady): one training step as a plan runs it (on a planned

@@ -170,6 +170,7 @@ struct node final : node_base {
       using summed = shape_difference_t<GS, shape_type>;
       constexpr unsigned mask =
           mesh_mask_v<typename GT::mesh_type, split_mesh_dims_t<typename GT::layout_type, summed>>;
+      value.mesh().counters().streamed([&] { return as_expression(g).bytes_read(); });
       accumulate_partial(reduce_local<op::sum, shape_type>(as_expression(g)), mask);
     } else {
       finish_in_flight();

@@ -95,16 +95,20 @@ struct operation_count {
     collective_count count;
     friend bool operator==(const entry&, const entry&) = default;
   };
-  std::vector<entry> collectives;      // in first-use order
-  std::uint64_t flops = 0;             // einsum flops on this rank
-  std::uint64_t bytes_made = 0;        // bytes of the tensor slices it made on this rank
+  std::vector<entry> collectives;  // in first-use order
+  std::uint64_t flops = 0;         // einsum flops on this rank
+  std::uint64_t bytes_made = 0;    // bytes of the tensor slices it made on this rank
+  // bytes its memory-bound passes read, or wrote to scratch, beyond the slices it made: the
+  // operands of an evaluation or a reduction, einsum's copies of operands into the order its
+  // products need (the products' own reads are in their flops)
+  std::uint64_t bytes_streamed = 0;
   std::vector<tensor_layout> layouts;  // the distinct layouts of the tensors it made, in order
   double seconds = 0;                  // wall time inside it on this rank, when timed
   // equal counts: phase, name, runs, collectives, flops, bytes and layouts (not seconds)
   friend bool operator==(const operation_count& a, const operation_count& b) {
     return a.phase == b.phase && a.name == b.name && a.runs == b.runs &&
-           a.collectives == b.collectives && a.flops == b.flops &&
-           a.bytes_made == b.bytes_made && a.layouts == b.layouts;
+           a.collectives == b.collectives && a.flops == b.flops && a.bytes_made == b.bytes_made &&
+           a.bytes_streamed == b.bytes_streamed && a.layouts == b.layouts;
   }
 };
 
@@ -171,6 +175,13 @@ class counters {
     tensor_layout l = std::forward<Layout>(layout)();
     if (std::find(op.layouts.begin(), op.layouts.end(), l) == op.layouts.end())
       op.layouts.push_back(std::move(l));
+  }
+  // streamed(bytes): the operation open now read (or wrote to scratch) this many bytes in
+  // memory-bound passes (operation_count::bytes_streamed); bytes() is called only when counting
+  // by operation
+  template <class Bytes>
+  void streamed(Bytes&& bytes) {
+    if (by_operation_) current().bytes_streamed += std::forward<Bytes>(bytes)();
   }
   // mesh_dim_names(): the mesh dims in mesh order (bit i of a mask is dim i)
   const std::vector<std::string>& mesh_dim_names() const { return mesh_dim_names_; }

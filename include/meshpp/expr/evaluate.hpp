@@ -158,6 +158,7 @@ void assign_expression(Dest& dest, const E& expression) {
                     " to a tensor where it has size " + std::to_string(dest.template extent<d>()));
       }
     });
+    dest.mesh().counters().streamed([&] { return e.bytes_read(); });
     if (dest.mesh().planning()) return;  // a plan computes nothing
     const frame<S> fr{dest.local_shape(), dest.local_offsets()};
     detail::evaluate_into(e, fr, dest.local().data());

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -163,6 +164,12 @@ class function_expr : public expression_node {
         [&](const auto&... a) { ((m = m ? m : static_cast<const mesh_type*>(a.mesh_ptr())), ...); },
         args_);
     return m;
+  }
+
+  // bytes_read(): the bytes of the tensor slices an evaluation reads (each operand's, once)
+  std::uint64_t bytes_read() const {
+    return std::apply([](const auto&... a) { return (std::uint64_t{0} + ... + a.bytes_read()); },
+                      args_);
   }
 
   template <class O>

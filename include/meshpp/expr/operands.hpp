@@ -5,12 +5,14 @@
 //   E::shape_type, E::layout_type, E::mesh_type (void for a scalar), E::value_type
 //   e.template size<D>()      global size of dim D
 //   e.mesh_ptr()              the mesh, or nullptr for a scalar
+//   e.bytes_read()            bytes of the tensor slices an evaluation reads (its leaves')
 //   e.cursor(frame<O>)        a cursor reading e in the dim order O over a local region
 //                             (expr/detail/cursors.hpp)
 #pragma once
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
@@ -75,6 +77,9 @@ class tensor_leaf : public expression_node {
     return get().template extent<D>();
   }
   const mesh_type* mesh_ptr() const { return &get().mesh(); }
+  // bytes_read(): the bytes of this rank's slice, which an evaluation reads (the counters'
+  // passes, core/counters.hpp)
+  std::uint64_t bytes_read() const { return get().local().size() * sizeof(value_type); }
 
   template <class O>
   auto cursor(const frame<O>& fr) const {
@@ -114,6 +119,7 @@ class scalar_leaf : public expression_node {
 
   explicit scalar_leaf(T v) : value_(v) {}
   const void* mesh_ptr() const { return nullptr; }
+  std::uint64_t bytes_read() const { return 0; }
   template <class O>
   scalar_cursor<T> cursor(const frame<O>&) const {
     return {value_};

@@ -196,6 +196,7 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
       }
     }
     if constexpr (!out_is_c && !out_is_ct) {
+      mesh.counters().streamed([&] { return 2 * nb * m * n * sizeof(T); });  // read, written
       if (!mesh.planning())
         copy_permuted<typename plan::c_order, Out>(c, fr_c.extent, out.local().data());
     }

@@ -112,6 +112,10 @@ auto take_impl(const Table& table, const Ids& ids) {
   using result_t = tensor<T, Out, typename plan::out_layout, Mesh>;
   const auto out_sizes = sizes_from<Out>(as_expression(ids), as_expression(table));
   result_t out(mesh, out_sizes, result_t::uninitialized);
+  // the ids and the rows read (as many as are written)
+  mesh.counters().streamed([&] {
+    return ids.local().size() * sizeof(typename Ids::value_type) + out.local().size() * sizeof(T);
+  });
 
   // The local pass: for each id of this rank's region, its row of the table if this rank
   // holds it, else zeros.

@@ -161,6 +161,7 @@ auto reduce(const E& e) {
   using reduced = typename reduce_output<S, Ts...>::reduced;
   const auto scope = e.mesh_ptr()->counters().operation(
       [] { return "reduce " + to_string(S{}) + " -> " + to_string(Out{}); });
+  e.mesh_ptr()->counters().streamed([&] { return e.bytes_read(); });
   auto out = reduce_local<Op, Out>(e);
   using mesh_dims = split_mesh_dims_t<typename E::layout_type, reduced>;
   allreduce<over_t<mesh_dims>, Op>::run(*e.mesh_ptr(),

@@ -413,6 +413,8 @@ auto relayout(const Tensor& t) {
                               detail::assignment<S, to_layout, axes>());
     // Steps run from buffer to buffer; the last writes straight into the result.
     result_t out(t.mesh(), t.sizes(), result_t::uninitialized);
+    t.mesh().counters().streamed(
+        [&] { return t.local().size() * sizeof(typename Tensor::value_type); });
     detail::scratch<T> current, next;
     const T* src = t.local().data();
     auto ext = t.local_shape();

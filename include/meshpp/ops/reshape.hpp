@@ -211,6 +211,8 @@ auto reshape_through(const Tensor& t, const Sizes& new_extents) {
       tensor<typename Tensor::value_type, To, typename Plan::after, typename Tensor::mesh_type>;
   middle_t middle(t.mesh(), new_extents, middle_t::uninitialized);
   auto reinterpret = [&](const auto& source) {  // the one local copy of the slice
+    t.mesh().counters().streamed(
+        [&] { return source.local().size() * sizeof(typename Tensor::value_type); });
     std::copy(source.local().data(), source.local().data() + source.local().size(),
               middle.local().data());
   };

@@ -203,6 +203,9 @@ auto softmax(const E& e) {
     auto y = eval(e);  // the result's storage: softmax is computed in it
     using Y = decltype(y);
     if constexpr (detail::rowwise_softmax_v<Dim, Y>) {
+      // rows in cache: the slice read and written once more
+      y.mesh().counters().streamed(
+          [&] { return 2 * y.local().size() * sizeof(typename Y::value_type); });
       const std::size_t n = y.local().shape()[Y::rank - 1];
       if (n > 0) detail::softmax_rows(y.local().data(), y.local().size() / n, n);
     } else {

@@ -12,9 +12,11 @@
 // a type, so the search chooses among those compiled in, planning each on a planned mesh of the
 // given shape (no communication, no arithmetic). The price of a step is the sum of
 //   compute        einsum flops / the machine's sgemm rate;
-//   passes         2 x the bytes of every tensor the step makes (written once, read once) / the
-//                  machine's fused-pass rate: the component-wise, softmax, norm and copy work
-//                  that einsum's flops do not count;
+//   passes         the bytes every operation writes to the tensors it makes and reads (or
+//                  writes to scratch) in memory-bound passes (operation_count::bytes_streamed:
+//                  the operands of expressions, reductions, softmax and copies, einsum's
+//                  copies of operands into the order its products need) / the machine's
+//                  fused-pass rate: the work that einsum's flops do not count;
 //   communication  for every collective of the plan, calls x alpha + bytes sent x beta of its
 //                  kind and group size (seconds(kind, p, bytes per call) per call);
 // and a candidate fits if the bytes its step makes (an upper bound of what is live at once) are
@@ -51,13 +53,14 @@ inline step_cost predict(const operation_count& o, const plan& p, const machine_
   step_cost c;
   c.compute = machine.gemm_seconds(static_cast<double>(o.flops));
   c.bytes_made = o.bytes_made;
-  c.passes = machine.stream_seconds(2.0 * static_cast<double>(o.bytes_made));
+  c.passes = machine.stream_seconds(static_cast<double>(o.bytes_made + o.bytes_streamed));
   for (const auto& e : o.collectives) {
     const int group = p.group_size(e.mask);
     if (group == 1 || e.count.calls == 0) continue;  // counted, but nothing moves
     const double per_call =
         static_cast<double>(e.count.bytes_sent) / static_cast<double>(e.count.calls);
-    c.communication += static_cast<double>(e.count.calls) * machine.seconds(e.kind, group, per_call);
+    c.communication +=
+        static_cast<double>(e.count.calls) * machine.seconds(e.kind, group, per_call);
   }
   return c;
 }
@@ -86,8 +89,9 @@ inline step_cost predict(const plan& p, const machine_model& machine) {
 inline std::string profile_table(const plan& p, const counters& measured, std::size_t steps,
                                  const machine_model& machine) {
   if (!measured.timed() || steps == 0) {
-    throw error("meshpp::profile_table: the measured counters must be timed by operation "
-                "(counters::by_operation(true, true)) over at least one step");
+    throw error(
+        "meshpp::profile_table: the measured counters must be timed by operation "
+        "(counters::by_operation(true, true)) over at least one step");
   }
   const double per_step = 1e3 / static_cast<double>(steps);
   std::string out;
@@ -135,8 +139,8 @@ inline std::string profile_table(const plan& p, const counters& measured, std::s
   }
   const double none = measured.unattributed_seconds() * per_step;
   total_measured += none;
-  std::snprintf(line, sizeof line, "%-10s %9s %9s %9s %9s %9.3f %7s  %s\n", "", "-", "-", "-",
-                "-", none, "-", "(no operation)");
+  std::snprintf(line, sizeof line, "%-10s %9s %9s %9s %9s %9.3f %7s  %s\n", "", "-", "-", "-", "-",
+                none, "-", "(no operation)");
   out += line;
   std::snprintf(line, sizeof line, "%-10s %9.3f %9.3f %9.3f %9.3f %9.3f %s  %s\n", "total",
                 1e3 * total.total(), 1e3 * total.compute, 1e3 * total.passes,

@@ -61,6 +61,7 @@ gemm_operand<T> prepare(const X& x, const Mesh& m) {
   std::size_t count = 1;
   for (std::size_t v : fr.extent) count *= v;
   g.buffer.resize(count);
+  m.counters().streamed([&] { return e.bytes_read() + count * sizeof(T); });  // read, written
   evaluate_into(e, fr, g.buffer.data());
   g.data = g.buffer.data();
   return g;
