@@ -204,6 +204,7 @@ mp::layout_search search_layouts(int ranks, const options& o, std::size_t vocab)
     std::printf("layout search for %d ranks, priced on %s\n", ranks, machine.source.c_str());
   }
   mp::layout_search search(std::move(machine), memory_budget_mib * (1 << 20));
+  search.time_gemm_shapes(true);  // each product priced at the rate of its own shape
   search.add<mesh_data>("data", {ranks}, [&](const mesh_data& m) { planned_step(m, o, vocab); });
   search.add<mesh_model>("model", {ranks}, [&](const mesh_model& m) { planned_step(m, o, vocab); });
   for (int r = 1; r <= ranks; ++r) {

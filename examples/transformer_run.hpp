@@ -239,10 +239,11 @@ struct trainer {
   // price in the plan of one step after the first on this mesh (as this rank), on the machine
   // model in --machine
   void print_profile(const mp::counters& measured, std::size_t steps) const {
-    const auto machine = mp::machine_model::load_or_defaults(o.machine);
+    auto machine = mp::machine_model::load_or_defaults(o.machine);
     const auto p = mp::make_plan<Mesh>(
         mesh.sizes(), [&](const Mesh& m) { planned_step(m, o, text.vocab_size(), true); },
         mesh.rank());
+    mp::time_gemms(machine, p);  // each product priced at the rate of its own shape
     std::printf("profile of %zu steps on rank %d of %s, priced on %s\n%s", steps, mesh.rank(),
                 mesh.describe().c_str(), machine.source.c_str(),
                 mp::profile_table(p, measured, steps, machine).c_str());

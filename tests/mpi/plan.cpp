@@ -142,6 +142,62 @@ TEST_CASE("profile: a step timed by operation, beside its plan priced per operat
   }
 }
 
+TEST_CASE(
+    "gemm shapes: each einsum's gemm calls make its flops, and each shape is priced at its "
+    "own rate") {
+  for (const auto& shape : meshpp_test::mesh_shapes<3>(world().size())) {
+    const auto p = mp::make_plan<mesh_t>(
+        shape, [&](const mesh_t& m) { mnist_step(m, 0); }, world().rank());
+    CAPTURE(p.mesh());
+    // the gemm calls of every operation add up to its flops
+    std::size_t shapes = 0;
+    for (const auto& o : p.operations()) {
+      std::uint64_t flops = 0;
+      for (const auto& g : o.gemms) flops += 2 * g.shape.m * g.shape.n * g.shape.k * g.calls;
+      CHECK(flops == o.flops);
+      shapes += o.gemms.size();
+    }
+    CHECK(shapes > 0);
+    // the first layer's product on this rank: [batch/x, rows cols] x [rows cols, hidden/y], one
+    // gemm (near-equal stripes where x or y does not divide 8 or 12)
+    const auto px = static_cast<std::size_t>(shape[0]), py = static_cast<std::size_t>(shape[1]);
+    const auto here = mesh_t::planned(shape, world().rank()).coordinates();
+    const auto cx = static_cast<std::size_t>(here[0]), cy = static_cast<std::size_t>(here[1]);
+    const std::size_t local_batch = 8 / px + (cx < 8 % px ? 1 : 0);
+    const std::size_t local_hidden = 12 / py + (cy < 12 % py ? 1 : 0);
+    for (const auto& o : p.operations()) {
+      if (o.phase != "forward" || !o.name.starts_with("einsum [batch, rows, cols]")) continue;
+      REQUIRE(o.gemms.size() == 1);
+      CHECK(o.gemms[0].calls == 1);
+      const auto& g = o.gemms[0].shape;
+      CHECK(g.k == 24);
+      CHECK(g.m * g.n == local_batch * local_hidden);
+    }
+    // time_gemms: every shape gets a rate once; the price follows the rates
+    auto machine = mp::machine_model::defaults();
+    const std::size_t timed = mp::time_gemms(machine, p, 1e-4);
+    CHECK(timed > 0);
+    CHECK(mp::time_gemms(machine, p, 1e-4) == 0);  // all known now
+    double compute = 0;
+    for (const auto& o : p.operations()) {
+      for (const auto& g : o.gemms) {
+        CHECK(machine.has_gemm_rate(g.shape) == (g.shape.m > 0 && g.shape.n > 0 && g.shape.k > 0));
+        compute += machine.gemm_seconds(g.shape, static_cast<double>(g.calls));
+      }
+    }
+    CHECK(mp::predict(p, machine).compute == doctest::Approx(compute).epsilon(1e-12));
+    // a rate set by hand is the one used
+    auto fixed = mp::machine_model::defaults();
+    const mp::gemm_shape s{10, 20, 30, false, true};
+    fixed.set_gemm_rate(s, 1e9);
+    CHECK(fixed.gemm_seconds(s, 2) == doctest::Approx(2 * 2.0 * 10 * 20 * 30 / 1e9));
+    CHECK(fixed.gemm_seconds(mp::gemm_shape{10, 20, 30}, 1) ==
+          doctest::Approx(fixed.gemm_seconds(2.0 * 10 * 20 * 30)));
+    CHECK_THROWS_WITH_AS(fixed.set_gemm_rate(s, 0), doctest::Contains("a rate must be finite"),
+                         mp::error);
+  }
+}
+
 TEST_CASE("plan: a planned mesh makes no MPI call, and names what cannot be planned") {
   // 64 ranks planned from whatever this run has: no communicator of that size exists
   const auto p = mp::make_plan<mesh_t>(

@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -84,6 +85,20 @@ struct tensor_layout {
   friend bool operator==(const tensor_layout&, const tensor_layout&) = default;
 };
 
+/// @brief The arguments of one local gemm call (row-major: C[m, n] = op(A)[m, k] op(B)[k, n]),
+/// with how often an operation made it. The shapes an operation's products take, so a plan can
+/// be priced at the rate of each (plan/search.hpp, time_gemms).
+struct gemm_shape {
+  std::size_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  friend auto operator<=>(const gemm_shape&, const gemm_shape&) = default;
+};
+struct gemm_count {
+  gemm_shape shape;
+  std::uint64_t calls = 0;
+  friend bool operator==(const gemm_count&, const gemm_count&) = default;
+};
+
 /// @brief What one operation (in one phase) communicated and computed, over all its runs.
 struct operation_count {
   std::string phase;  // "forward", "backward", "optimizer", or a name given to phase()
@@ -97,6 +112,7 @@ struct operation_count {
   };
   std::vector<entry> collectives;  // in first-use order
   std::uint64_t flops = 0;         // einsum flops on this rank
+  std::vector<gemm_count> gemms;   // the gemm calls making them, per shape, in first-use order
   std::uint64_t bytes_made = 0;    // bytes of the tensor slices it made on this rank
   // bytes its memory-bound passes read, or wrote to scratch, beyond the slices it made: the
   // operands of an evaluation or a reduction, einsum's copies of operands into the order its
@@ -107,8 +123,9 @@ struct operation_count {
   // equal counts: phase, name, runs, collectives, flops, bytes and layouts (not seconds)
   friend bool operator==(const operation_count& a, const operation_count& b) {
     return a.phase == b.phase && a.name == b.name && a.runs == b.runs &&
-           a.collectives == b.collectives && a.flops == b.flops && a.bytes_made == b.bytes_made &&
-           a.bytes_streamed == b.bytes_streamed && a.layouts == b.layouts;
+           a.collectives == b.collectives && a.flops == b.flops && a.gemms == b.gemms &&
+           a.bytes_made == b.bytes_made && a.bytes_streamed == b.bytes_streamed &&
+           a.layouts == b.layouts;
   }
 };
 
@@ -209,10 +226,19 @@ class counters {
       it->count.bytes_sent += bytes_sent;
     }
   }
-  void record_einsum(std::uint64_t flops) {
+  // record_einsum(flops, shape, calls): an einsum's local products, `calls` gemms of `shape`
+  // making `flops` (2 m n k each)
+  void record_einsum(std::uint64_t flops, const gemm_shape& shape = {}, std::uint64_t calls = 0) {
     ++einsum_calls_;
     einsum_flops_ += flops;
-    if (by_operation_) current().flops += flops;
+    if (!by_operation_) return;
+    auto& op = current();
+    op.flops += flops;
+    if (calls == 0) return;
+    auto it = std::find_if(op.gemms.begin(), op.gemms.end(),
+                           [&](const gemm_count& g) { return g.shape == shape; });
+    if (it == op.gemms.end()) it = op.gemms.insert(op.gemms.end(), {shape, 0});
+    it->calls += calls;
   }
 
   // at(c, mask): the count of collective c over the mesh dims in the bit set mask

@@ -200,7 +200,12 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
       if (!mesh.planning())
         copy_permuted<typename plan::c_order, Out>(c, fr_c.extent, out.local().data());
     }
-    mesh.counters().record_einsum(2ull * nb * m * n * k);
+    if constexpr (out_is_ct)
+      mesh.counters().record_einsum(2ull * nb * m * n * k,
+                                    {n, m, k, !gb.transposed, !ga.transposed}, nb);
+    else
+      mesh.counters().record_einsum(2ull * nb * m * n * k, {m, n, k, ga.transposed, gb.transposed},
+                                    nb);
 
     if constexpr (std::is_void_v<OutRules>) {
       if (deferred) {

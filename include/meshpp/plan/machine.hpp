@@ -162,6 +162,23 @@ class machine_model {
   double gemm_seconds(double flops) const {
     return flops / rate("gemm_seconds", gemm_flops_per_second);
   }
+  // set_gemm_rate(shape, flops_per_second): the rate measured for gemms of this shape (by
+  // time_gemms, plan/search.hpp: per process, not kept in the file)
+  void set_gemm_rate(const gemm_shape& shape, double flops_per_second) {
+    if (!(flops_per_second > 0) || !std::isfinite(flops_per_second))
+      throw error("meshpp::machine_model::set_gemm_rate: a rate must be finite and > 0");
+    gemm_rates_[shape] = flops_per_second;
+  }
+  // has_gemm_rate(shape): whether a rate was measured for this shape
+  bool has_gemm_rate(const gemm_shape& shape) const { return gemm_rates_.count(shape) != 0; }
+  // gemm_seconds(shape, calls): `calls` gemms of this shape, at its measured rate if there is
+  // one, else at gemm_flops_per_second
+  double gemm_seconds(const gemm_shape& shape, double calls) const {
+    const double flops = 2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.n) *
+                         static_cast<double>(shape.k) * calls;
+    const auto it = gemm_rates_.find(shape);
+    return it == gemm_rates_.end() ? gemm_seconds(flops) : flops / it->second;
+  }
   // stream_seconds(bytes): a memory-bound pass reading and writing that many bytes
   double stream_seconds(double bytes) const {
     return bytes / rate("stream_seconds", stream_bytes_per_second);
@@ -174,6 +191,7 @@ class machine_model {
   friend bool operator==(const machine_model&, const machine_model&) = default;
 
  private:
+  std::map<gemm_shape, double> gemm_rates_;
   struct costs {
     alpha_beta line;
     std::vector<timing_point> measured;  // ascending in bytes, non-decreasing in seconds

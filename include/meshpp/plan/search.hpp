@@ -11,7 +11,8 @@
 // The candidates are the layouts the program instantiated, each on any mesh shape: a layout is
 // a type, so the search chooses among those compiled in, planning each on a planned mesh of the
 // given shape (no communication, no arithmetic). The price of a step is the sum of
-//   compute        einsum flops / the machine's sgemm rate;
+//   compute        einsum flops / the machine's sgemm rate, each gemm shape at its own rate
+//                  where time_gemms measured one (layout_search::time_gemm_shapes);
 //   passes         the bytes every operation writes to the tensors it makes and reads (or
 //                  writes to scratch) in memory-bound passes (operation_count::bytes_streamed:
 //                  the operands of expressions, reductions, softmax and copies, einsum's
@@ -24,6 +25,8 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -34,6 +37,7 @@
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/mesh.hpp"
+#include "meshpp/ops/detail/einsum_kernel.hpp"
 #include "meshpp/plan/machine.hpp"
 #include "meshpp/plan/plan.hpp"
 
@@ -51,7 +55,12 @@ struct step_cost {
 /// predict(o, p, machine): the price of one operation o of plan p (its row, all its runs)
 inline step_cost predict(const operation_count& o, const plan& p, const machine_model& machine) {
   step_cost c;
-  c.compute = machine.gemm_seconds(static_cast<double>(o.flops));
+  if (o.gemms.empty()) {
+    c.compute = machine.gemm_seconds(static_cast<double>(o.flops));
+  } else {  // each shape at its own rate, where time_gemms measured one
+    for (const auto& g : o.gemms)
+      c.compute += machine.gemm_seconds(g.shape, static_cast<double>(g.calls));
+  }
   c.bytes_made = o.bytes_made;
   c.passes = machine.stream_seconds(static_cast<double>(o.bytes_made + o.bytes_streamed));
   for (const auto& e : o.collectives) {
@@ -63,6 +72,49 @@ inline step_cost predict(const operation_count& o, const plan& p, const machine_
         static_cast<double>(e.count.calls) * machine.seconds(e.kind, group, per_call);
   }
   return c;
+}
+
+/// time_gemms(machine, p, min_seconds): measures, on this process, the rate of every gemm
+/// shape the products of plan p take that `machine` has no rate for, and records it
+/// (machine_model::set_gemm_rate), so p is priced at the rate of the products it makes: a thin
+/// or small gemm runs far below the rate of the large squares that calibrate measures. Each
+/// shape: cblas_sgemm (the call einsum makes) on float buffers, warmed up, then the median of
+/// 5 timings of enough calls to last min_seconds. Returns the number of shapes timed. No
+/// communication: where every rank searches at once, each times its own under the same load.
+inline std::size_t time_gemms(machine_model& machine, const plan& p, double min_seconds = 2e-3) {
+  using clock = std::chrono::steady_clock;
+  std::size_t timed = 0;
+  for (const auto& o : p.operations()) {
+    for (const auto& g : o.gemms) {
+      const gemm_shape& s = g.shape;
+      if (machine.has_gemm_rate(s) || s.m == 0 || s.n == 0 || s.k == 0) continue;
+      std::vector<float> a(s.m * s.k, 0.5f), b(s.k * s.n, 0.25f), c(s.m * s.n, 0.0f);
+      const std::size_t lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
+      auto once = [&] {
+        detail::gemm<float>(s.trans_a, s.trans_b, s.m, s.n, s.k, a.data(), lda, b.data(), ldb,
+                            c.data(), s.n);
+      };
+      once();  // first touch, code and caches
+      auto start = clock::now();
+      once();
+      const double one = std::chrono::duration<double>(clock::now() - start).count();
+      const auto reps =
+          static_cast<std::size_t>(std::max(1.0, std::ceil(min_seconds / std::max(one, 1e-9))));
+      const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
+                           static_cast<double>(s.k) * static_cast<double>(reps);
+      std::vector<double> rates;
+      for (int r = 0; r < 5; ++r) {
+        start = clock::now();
+        for (std::size_t i = 0; i < reps; ++i) once();
+        const double t = std::chrono::duration<double>(clock::now() - start).count();
+        rates.push_back(flops / std::max(t, 1e-12));
+      }
+      std::nth_element(rates.begin(), rates.begin() + 2, rates.end());
+      machine.set_gemm_rate(s, rates[2]);
+      ++timed;
+    }
+  }
+  return timed;
 }
 
 /// predict(p, machine): the price of the planned step p on the machine model (see the top):
@@ -203,11 +255,16 @@ class layout_search {
                                          const typename Mesh::coordinates_type& sizes,
                                          Step&& step) {
     auto p = make_plan<Mesh>(sizes, std::forward<Step>(step));
+    if (time_gemm_shapes_) time_gemms(machine_, p);
     const auto cost = predict(p, machine_);
     const bool fits = budget_ <= 0 || static_cast<double>(cost.bytes_made) <= budget_;
     candidates_.push_back({std::move(name), layout_code<Mesh>(), std::move(p), cost, fits});
     return candidates_.back();
   }
+
+  // time_gemm_shapes(on): from now on, time the gemm shapes of each candidate added that the
+  // machine has no rate for (time_gemms), so its products are priced at their own rates
+  void time_gemm_shapes(bool on) { time_gemm_shapes_ = on; }
 
   // ranked(): the candidates, those that fit first, each group fastest first
   std::vector<candidate> ranked() const {
@@ -268,6 +325,7 @@ class layout_search {
 
   machine_model machine_;
   double budget_;
+  bool time_gemm_shapes_ = false;
   std::vector<candidate> candidates_;
 };
 

@@ -102,7 +102,10 @@ void ring_product(const Mesh& mesh, const gemm_operand<T>& ga, const gemm_operan
       gemm<T>(ga.transposed, gb.transposed, mb, nb, k, aj, lda, bj, ldb, dst, nb, accumulate);
   };
   Ring::template run<T>(mesh, out, make);
-  mesh.counters().record_einsum(2ull * m * n * k);
+  if constexpr (OutIsCT)
+    mesh.counters().record_einsum(2ull * m * n * k, {nb, mb, k, !gb.transposed, !ga.transposed}, p);
+  else
+    mesh.counters().record_einsum(2ull * m * n * k, {mb, nb, k, ga.transposed, gb.transposed}, p);
 }
 
 }  // namespace meshpp::detail
