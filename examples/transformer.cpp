@@ -31,8 +31,8 @@
 //
 // --profile times every operation of the steps after the first (counters by operation, timed)
 // and prints, on rank 0 at the end, each beside its price in the plan of one step on the
-// machine model (--machine): what the search predicts against what ran (README "Layout
-// search").
+// machine model (--machine): what the search predicts against what ran (README "Prediction
+// against what ran").
 //
 // --plan RANKS prints the plan of one training step under --layout on a mesh of RANKS ranks
 // (README "Plans"): per operation, the collectives, values and bytes each rank sends, the einsum
@@ -66,6 +66,8 @@
 #include "arguments.hpp"
 
 #include <meshpp/plan/search.hpp>
+
+#include <boost/mpi/collectives/broadcast.hpp>
 
 #include <array>
 #include <cstdio>
@@ -234,10 +236,15 @@ int main(int argc, char** argv) {
     if (o.layout == "auto") {
       const auto search = search_layouts(plan_ranks > 0 ? plan_ranks : n, o, text.vocab_size());
       if (plan_ranks > 0) return 0;
+      // Each rank timed the gemm shapes itself, so close candidates may rank differently from
+      // rank to rank: rank 0's choice is everyone's (the layout and the mesh shape)
       const auto best = search.best();
-      chosen.layout = best.name;
+      std::array<int, 3> choice{best.name == "data" ? 0 : best.name == "model" ? 1 : 2, 0, 0};
       if (best.name == "data+model")
-        grid = {best.steps.mesh_sizes()[0], best.steps.mesh_sizes()[1]};
+        choice = {2, best.steps.mesh_sizes()[0], best.steps.mesh_sizes()[1]};
+      boost::mpi::broadcast(world, choice.data(), 3, 0);
+      chosen.layout = choice[0] == 0 ? "data" : choice[0] == 1 ? "model" : "data+model";
+      if (choice[0] == 2) grid = {choice[1], choice[2]};
     } else if (plan_ranks > 0) {
       const std::size_t vocab = text.vocab_size();
       if (o.layout == "data")

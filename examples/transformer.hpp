@@ -64,9 +64,10 @@ struct options {
   bool resume = false;               // start from the checkpoint (any layout, any rank count)
   std::size_t stop_after = 0;        // > 0: stop after this step (saving first), as if preempted
   // --profile: time every operation of the steps after this run's first, and print them beside
-  // the plan's prediction on the machine model in `machine` (README "Layout search")
+  // the plan's prediction on the machine model in `machine` (README "Prediction against what
+  // ran")
   bool profile = false;
-  std::string machine = "meshpp-machine.txt";  // the machine model --layout auto prices on
+  std::string machine = "meshpp-machine.txt";  // the model --layout auto and --profile price on
 };
 
 using dims = mp::nn::transformer_dims<length, memory_length, d_model, heads, d_k, d_v, d_ff>;
@@ -145,8 +146,8 @@ std::unique_ptr<mp::optimizer> optimizer_for(const options& o, const Model& mode
 // planned_step<Mesh>(m, o, vocab, steady): one training step as a plan runs it (on a planned
 // mesh m): the model made, the loss, backward and the optimizer (the ids are a tensor of the
 // right sizes: a plan reads none). With steady, a first step is taken and the counters reset
-// before the step counted, so the plan is of a step after the first, as a timed run measures
-// (the optimizer's slots made, the model not).
+// before the step counted, so the plan is of a step after the first, as a timed run measures:
+// neither the model's variables nor the optimizer's slots are made in it.
 template <class Mesh>
 void planned_step(const Mesh& m, const options& o, std::size_t vocab, bool steady = false) {
   const auto sizes = model_sizes(o, o.batch, vocab);

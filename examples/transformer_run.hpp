@@ -213,7 +213,7 @@ struct trainer {
     mesh.world().barrier();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (o.profile && trained > 1 && talk) print_profile(measured, trained - 1);
+    if (o.profile && trained > 1) print_profile(measured, trained - 1);
     for (auto& b : model.blocks) b.set_inference(true);
     const double bpc = o.eval_windows ? validation_bpc() : std::nan("");
     const std::string text_out = o.sample_length ? sample() : std::string();
@@ -237,13 +237,15 @@ struct trainer {
 
   // print_profile(measured, steps): each operation's time in the steps profiled beside its
   // price in the plan of one step after the first on this mesh (as this rank), on the machine
-  // model in --machine
+  // model in --machine; every rank plans and prices (a bad --machine file fails them all),
+  // rank 0 prints
   void print_profile(const mp::counters& measured, std::size_t steps) const {
     auto machine = mp::machine_model::load_or_defaults(o.machine);
     const auto p = mp::make_plan<Mesh>(
         mesh.sizes(), [&](const Mesh& m) { planned_step(m, o, text.vocab_size(), true); },
         mesh.rank());
     mp::time_gemms(machine, p);  // each product priced at the rate of its own shape
+    if (mesh.rank() != 0) return;
     std::printf("profile of %zu steps on rank %d of %s, priced on %s\n%s", steps, mesh.rank(),
                 mesh.describe().c_str(), machine.source.c_str(),
                 mp::profile_table(p, measured, steps, machine).c_str());

@@ -166,7 +166,8 @@ class function_expr : public expression_node {
     return m;
   }
 
-  // bytes_read(): the bytes of the tensor slices an evaluation reads (each operand's, once)
+  // bytes_read(): the bytes of the tensor slices an evaluation reads: each leaf's whole local
+  // slice, once per use (an upper bound where the frame is a part of a leaf's slice)
   std::uint64_t bytes_read() const {
     return std::apply([](const auto&... a) { return (std::uint64_t{0} + ... + a.bytes_read()); },
                       args_);

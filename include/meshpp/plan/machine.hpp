@@ -163,7 +163,8 @@ class machine_model {
     return flops / rate("gemm_seconds", gemm_flops_per_second);
   }
   // set_gemm_rate(shape, flops_per_second): the rate measured for gemms of this shape (by
-  // time_gemms, plan/search.hpp: per process, not kept in the file)
+  // time_gemms, plan/search.hpp: per process, not kept in the file, so a model with such rates
+  // no longer equals its saved and loaded copy)
   void set_gemm_rate(const gemm_shape& shape, double flops_per_second) {
     if (!(flops_per_second > 0) || !std::isfinite(flops_per_second))
       throw error("meshpp::machine_model::set_gemm_rate: a rate must be finite and > 0");
