@@ -74,6 +74,37 @@ inline step_cost predict(const operation_count& o, const plan& p, const machine_
   return c;
 }
 
+namespace detail {
+// time_gemm(machine, s, min_seconds): measures the rate of gemms of shape s on this process and
+// records it in machine (time_gemms says how)
+inline void time_gemm(machine_model& machine, const gemm_shape& s, double min_seconds) {
+  using clock = std::chrono::steady_clock;
+  std::vector<float> a(s.m * s.k, 0.5f), b(s.k * s.n, 0.25f), c(s.m * s.n, 0.0f);
+  const std::size_t lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
+  auto once = [&] {
+    detail::gemm<float>(s.trans_a, s.trans_b, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, c.data(),
+                        s.n);
+  };
+  once();  // first touch, code and caches
+  auto start = clock::now();
+  once();
+  const double one = std::chrono::duration<double>(clock::now() - start).count();
+  const auto reps =
+      static_cast<std::size_t>(std::max(1.0, std::ceil(min_seconds / std::max(one, 1e-9))));
+  const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
+                       static_cast<double>(s.k) * static_cast<double>(reps);
+  std::vector<double> rates;
+  for (int r = 0; r < 5; ++r) {
+    start = clock::now();
+    for (std::size_t i = 0; i < reps; ++i) once();
+    const double t = std::chrono::duration<double>(clock::now() - start).count();
+    rates.push_back(flops / std::max(t, 1e-12));
+  }
+  std::nth_element(rates.begin(), rates.begin() + 2, rates.end());
+  machine.set_gemm_rate(s, rates[2]);
+}
+}  // namespace detail
+
 /// time_gemms(machine, p, min_seconds): measures, on this process, the rate of every gemm
 /// shape the products of plan p take that `machine` has no rate for, and records it
 /// (machine_model::set_gemm_rate), so p is priced at the rate of the products it makes: a thin
@@ -82,35 +113,12 @@ inline step_cost predict(const operation_count& o, const plan& p, const machine_
 /// 5 timings of enough calls to last min_seconds. Returns the number of shapes timed. No
 /// communication: where every rank searches at once, each times its own under the same load.
 inline std::size_t time_gemms(machine_model& machine, const plan& p, double min_seconds = 2e-3) {
-  using clock = std::chrono::steady_clock;
   std::size_t timed = 0;
   for (const auto& o : p.operations()) {
     for (const auto& g : o.gemms) {
       const gemm_shape& s = g.shape;
       if (machine.has_gemm_rate(s) || s.m == 0 || s.n == 0 || s.k == 0) continue;
-      std::vector<float> a(s.m * s.k, 0.5f), b(s.k * s.n, 0.25f), c(s.m * s.n, 0.0f);
-      const std::size_t lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
-      auto once = [&] {
-        detail::gemm<float>(s.trans_a, s.trans_b, s.m, s.n, s.k, a.data(), lda, b.data(), ldb,
-                            c.data(), s.n);
-      };
-      once();  // first touch, code and caches
-      auto start = clock::now();
-      once();
-      const double one = std::chrono::duration<double>(clock::now() - start).count();
-      const auto reps =
-          static_cast<std::size_t>(std::max(1.0, std::ceil(min_seconds / std::max(one, 1e-9))));
-      const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
-                           static_cast<double>(s.k) * static_cast<double>(reps);
-      std::vector<double> rates;
-      for (int r = 0; r < 5; ++r) {
-        start = clock::now();
-        for (std::size_t i = 0; i < reps; ++i) once();
-        const double t = std::chrono::duration<double>(clock::now() - start).count();
-        rates.push_back(flops / std::max(t, 1e-12));
-      }
-      std::nth_element(rates.begin(), rates.begin() + 2, rates.end());
-      machine.set_gemm_rate(s, rates[2]);
+      detail::time_gemm(machine, s, min_seconds);
       ++timed;
     }
   }
