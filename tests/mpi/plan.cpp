@@ -6,6 +6,7 @@
 // and an Adam step, under every layout of one mesh type: batch over x, hidden over y, on every
 // mesh shape [x, y, rest] of the ranks (replicated, data, model, data+model, and rest > 1).
 #include <meshpp/meshpp.hpp>
+#include <meshpp/plan/enumerate.hpp>
 #include <meshpp/plan/search.hpp>
 
 #include <algorithm>
@@ -34,6 +35,11 @@ MESHPP_DIM(rest);
 
 using mesh_t =
     mp::mesh<mp::axes<x, y, rest>, mp::layout<mp::split<batch, x>, mp::split<hidden, y>>>;
+MESHPP_DIM(length);
+MESHPP_DIM(memory_length);
+MESHPP_DIM(d_model);
+using seq_mesh_t =
+    mp::mesh<mp::axes<x, y>, mp::layout<mp::split<length, x>, mp::split<memory_length, y>>>;
 
 // one training step of the README's network; everything it makes is made here, so a plan
 // counts the variables and the optimizer's slots too
@@ -51,6 +57,18 @@ void mnist_step(const mesh_t& m, std::size_t bucket_bytes) {
   const auto loss = mp::reduce_mean(mp::softmax_cross_entropy<classes>(logits, labels));
   mp::backward(loss, {.bucket_bytes = bucket_bytes});
   opt.step();
+}
+
+// a sequence's scores against itself, as attention makes them: a rename (length to
+// memory_length), a product, a softmax over memory_length and a mean; under seq_mesh_t the
+// rename gathers length over x, and the softmax reduces over y
+void seq_step(const seq_mesh_t& m) {
+  const auto sizes = mp::extents{batch{} = 4, length{} = 6, memory_length{} = 6, d_model{} = 8};
+  const auto a = mp::random_uniform<float, batch, length, d_model>(m, sizes, 1, -1.0f, 1.0f);
+  const auto memory = mp::rename<length, memory_length>(a);
+  const auto scores = mp::einsum<mp::shape<batch, length, memory_length>>(a, memory);
+  const auto mean = mp::reduce_mean(mp::softmax<memory_length>(scores));
+  (void)mean;
 }
 
 std::string describe(const std::vector<mp::operation_count>& ops, const mp::counters& c) {
@@ -287,6 +305,147 @@ TEST_CASE("layout search: each candidate priced term by term, ranked, and held t
   CHECK_THROWS_WITH_AS(none.best(), doctest::Contains("no candidate fits in"), mp::error);
   CHECK_THROWS_WITH_AS(mp::layout_search(machine).best(),
                        doctest::Contains("no candidate was added"), mp::error);
+}
+
+TEST_CASE(
+    "layout enumeration: each instantiated layout estimated as its plan, every legal layout "
+    "listed") {
+  mp::machine_model machine;
+  machine.source = "test figures";
+  machine.gemm_flops_per_second = 1e10;
+  machine.stream_bytes_per_second = 4e9;
+  for (int p : {2, 3, 4}) {
+    machine.set(mp::collective::allreduce, p, mp::alpha_beta{1e-4, 1e-9});
+    machine.set(mp::collective::allgather, p, mp::alpha_beta{1e-4, 1e-9});
+  }
+  auto step = [](const mesh_t& m) { mnist_step(m, std::size_t{4} << 20); };
+  const auto reference = mp::make_plan<mesh_t>({1, 1, 1}, step);
+  const mp::layout_enumeration e(reference, machine);
+  const std::vector<std::string> dims{"batch", "rows", "cols", "hidden", "classes"};
+  const std::vector<std::size_t> sizes{8, 4, 6, 12, 5};
+  REQUIRE(e.dims().size() == dims.size());
+  for (const auto& name : dims) {
+    const auto at = std::find(e.dims().begin(), e.dims().end(), name);
+    REQUIRE(at != e.dims().end());
+    CHECK(
+        e.size(static_cast<std::size_t>(at - e.dims().begin())) ==
+        sizes[static_cast<std::size_t>(std::find(dims.begin(), dims.end(), name) - dims.begin())]);
+  }
+  auto axis_of = [&](int batch_axis, int hidden_axis) {
+    std::vector<int> a;
+    for (const auto& d : e.dims())
+      a.push_back(d == "batch" ? batch_axis : d == "hidden" ? hidden_axis : -1);
+    return a;
+  };
+  // the layouts the program instantiated (batch over x, hidden over y) on every shape, uneven
+  // ones (3) included: the estimate's flops, gemm calls and collectives are the plan's, exactly
+  for (const std::array<int, 3> shape : {std::array{1, 1, 1},
+                                         {2, 1, 1},
+                                         {1, 2, 1},
+                                         {2, 2, 1},
+                                         {4, 1, 1},
+                                         {1, 4, 1},
+                                         {3, 1, 1},
+                                         {1, 3, 1},
+                                         {2, 1, 2}}) {
+    const auto p = mp::make_plan<mesh_t>(shape, step);
+    const std::vector<mp::mesh_axis> mesh{{"x", shape[0]}, {"y", shape[1]}, {"rest", shape[2]}};
+    const auto c = e.estimate(mesh, axis_of(0, 1));
+    INFO("mesh " << p.mesh() << "\n" << p.report());
+    CHECK(c.flops == p.flops());
+    CHECK(c.collectives.allreduce == p.total(mp::collective::allreduce));
+    CHECK(c.collectives.allgather.calls == 0);
+    CHECK(c.collectives.alltoall.calls == 0);
+    const auto exact = mp::predict(p, machine);
+    CHECK(c.cost.communication == doctest::Approx(exact.communication).epsilon(1e-9));
+    CHECK(c.cost.compute == doctest::Approx(exact.compute).epsilon(1e-9));
+    std::vector<mp::gemm_count> planned;
+    for (const auto& o : p.operations())
+      for (const auto& g : o.gemms) mp::layout_enumeration::add_gemm(planned, g);
+    auto by_shape = [](std::vector<mp::gemm_count> v) {
+      std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.shape < b.shape; });
+      return v;
+    };
+    CHECK(by_shape(e.gemms(mesh, c)) == by_shape(planned));
+    // bytes made and streamed scale with the local share of what each operation made: within
+    // 15% of the plan's (the plan knows each tensor; the estimate each operation's share)
+    CHECK(static_cast<double>(c.cost.bytes_made) ==
+          doctest::Approx(static_cast<double>(p.bytes_made())).epsilon(0.15));
+  }
+  // enumerate over a 2 x 3 mesh: exactly the legal layouts, counted here by brute force from
+  // the step's tensors (no tensor with two dims on one mesh dim)
+  const std::vector<mp::mesh_axis> mesh{{"x", 2}, {"y", 3}};
+  const std::vector<std::vector<std::string>> tensors{{"batch", "rows", "cols"},
+                                                      {"rows", "cols", "hidden"},
+                                                      {"batch", "hidden"},
+                                                      {"hidden", "classes"},
+                                                      {"batch", "classes"}};
+  auto legal = [&](const std::vector<int>& a) {
+    for (const auto& t : tensors) {
+      unsigned used = 0;
+      for (const auto& name : t) {
+        const int axis = a[static_cast<std::size_t>(
+            std::find(e.dims().begin(), e.dims().end(), name) - e.dims().begin())];
+        if (axis < 0) continue;
+        if (used & (1u << axis)) return false;
+        used |= 1u << axis;
+      }
+    }
+    return true;
+  };
+  std::size_t count = 0;
+  for (int code = 0; code < 243; ++code) {  // 3^5: each dim on x, on y, or not split
+    std::vector<int> a;
+    for (int d = 0, c = code; d < 5; ++d, c /= 3) a.push_back(c % 3 - 1);
+    count += legal(a) ? 1 : 0;
+  }
+  const auto ranked = e.enumerate(mesh);
+  CHECK(ranked.size() == count);
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    CHECK(legal(ranked[i].axis_of_dim));
+    if (i) CHECK(ranked[i - 1].cost.total() <= ranked[i].cost.total());
+    const auto again = e.estimate(mesh, ranked[i].axis_of_dim);
+    CHECK(again.cost.total() == ranked[i].cost.total());
+  }
+  // over 2 x 2, of two layouts that differ by swapping x and y only one is listed: half of
+  // the legal ones, plus the one that splits nothing (its own swap)
+  const std::vector<mp::mesh_axis> square{{"x", 2}, {"y", 2}};
+  const auto halved = e.enumerate(square);
+  CHECK(halved.size() == (count + 1) / 2);
+  for (const auto& c : halved) {
+    auto swapped = c.axis_of_dim;
+    for (int& a : swapped) a = a < 0 ? a : 1 - a;
+    const auto twin = std::count_if(halved.begin(), halved.end(),
+                                    [&](const auto& o) { return o.axis_of_dim == swapped; });
+    CHECK(twin == (swapped == c.axis_of_dim ? 1 : 0));
+  }
+  const auto table = e.table(mesh, ranked, 5);
+  CHECK(table.find("winner: " + e.code(mesh, ranked.front())) != std::string::npos);
+  const auto data = e.estimate(mesh, axis_of(0, -1));
+  CHECK(e.code(mesh, data) == "mp::mesh<mp::axes<x, y>, mp::layout<mp::split<batch, x>>>");
+  // the rules of rename and of softmax over a split dim, against plans of seq_step
+  const mp::layout_enumeration seq(mp::make_plan<seq_mesh_t>({1, 1}, seq_step), machine);
+  for (const std::array<int, 2> shape :
+       {std::array{2, 1}, {1, 2}, {2, 2}, {3, 2}, {4, 1}, {1, 4}}) {
+    const auto p = mp::make_plan<seq_mesh_t>(shape, seq_step);
+    const std::vector<mp::mesh_axis> grid{{"x", shape[0]}, {"y", shape[1]}};
+    std::vector<int> axis;
+    for (const auto& d : seq.dims())
+      axis.push_back(d == "length" ? 0 : d == "memory_length" ? 1 : -1);
+    const auto c = seq.estimate(grid, axis);
+    INFO("mesh " << p.mesh() << "\n" << p.report());
+    CHECK(c.flops == p.flops());
+    CHECK(c.collectives.allreduce == p.total(mp::collective::allreduce));
+    CHECK(c.collectives.allgather == p.total(mp::collective::allgather));
+    CHECK(c.collectives.alltoall == p.total(mp::collective::alltoall));
+  }
+  // what it refuses: a reference on more than one rank, a layout of the wrong length or mesh dim
+  CHECK_THROWS_WITH_AS(mp::layout_enumeration(mp::make_plan<mesh_t>({2, 1, 1}, step), machine),
+                       doctest::Contains("must be of a mesh of one rank"), mp::error);
+  CHECK_THROWS_WITH_AS(e.estimate(mesh, {0}),
+                       doctest::Contains("1 mesh dims given for 5 model dims"), mp::error);
+  CHECK_THROWS_WITH_AS(e.estimate(mesh, axis_of(2, -1)),
+                       doctest::Contains("mesh dim 2 of a mesh of 2"), mp::error);
 }
 
 TEST_CASE("plan drawn per operation: the layouts of the tensors each operation made") {

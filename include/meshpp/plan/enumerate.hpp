@@ -1,0 +1,763 @@
+// meshpp/plan/enumerate.hpp — every legal layout of a model's dims over a mesh, priced from
+// the model's operations without instantiating it: the search over layouts the program has
+// not compiled.
+//
+//   const auto reference = mp::make_plan<mesh_t>({1}, step);  // nothing split: the model whole
+//   mp::layout_enumeration e(reference, machine, /*memory budget per rank, bytes*/ 0);
+//   const auto ranked = e.enumerate({{"rows", 2}, {"cols", 2}});
+//   std::cout << e.table(ranked, 10);                       // the top 10, then the code to paste
+//
+// A layout is a type, so a program can plan exactly (plan/plan.hpp) only the layouts it
+// instantiated. This header prices the others from the operations of one reference plan, a
+// plan of the step on a mesh of size 1 (every tensor whole, so its rows are the model: each
+// operation's dims, global sizes, flops and bytes). Under a candidate layout (each model dim
+// split over one mesh dim, or not split), an operation's rank-0 share follows from the local
+// block of each dim (near-equal blocks, the first ones the longer: core/blocks.hpp), and its
+// communication from the rules meshpp's operations follow:
+//
+//   einsum A x B -> C      flops x the local share of every dim of A, B and C; contracted
+//                          dims (in A or B, not in C) split over mesh dims S: an allreduce of
+//                          the local C over S
+//   reduce A -> B          reduced dims split over S: an allreduce of the local B over S
+//   take T at I -> C       T's taken dim split over S: an allreduce of the local C over S
+//   softmax over d of T    d split over S: two allreduces (max and sum) of T's rows over S
+//                          (where the reference split d, its reductions have rows of their
+//                          own, priced as reductions)
+//   reshape A -> B         a renamed dim (rename<Old, New>) whose mesh dim changes: an
+//                          allgather of the local A over its old mesh dim (then a local slice)
+//   parameter gradients    the backward einsum making a parameter's gradient (C's dims are
+//                          the parameter's), and the gradients no einsum makes (biases, norms,
+//                          embedding tables: summed over the data dims, the dims of the ids a
+//                          take reads, that the parameter lacks): allreduces over S, packed in
+//                          buckets of bucket_bytes as the gradient buckets do
+//
+// and every row's bytes made and streamed scale with the local share of the tensors it made.
+// The price is the search's (plan/search.hpp): compute at the calibrated sgemm rate, passes at
+// the fused-pass rate, each collective at the alpha-beta cost of its kind and group size.
+//
+// It is an estimate, not a plan: where it and an exact plan of an instantiated layout differ,
+// the plan is right. Known: in the backward pass meshpp adds partial sums flowing into one
+// tensor before reducing them once (deferred partial sums); the estimate reduces each
+// product's partial sum, so it overcounts those allreduces (tests/mpi/transformer_plan.cpp
+// compares the estimate with the exact plans).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "meshpp/core/counters.hpp"
+#include "meshpp/core/error.hpp"
+#include "meshpp/plan/machine.hpp"
+#include "meshpp/plan/plan.hpp"
+#include "meshpp/plan/search.hpp"  // step_cost, detail::time_gemm
+
+namespace meshpp {
+
+/// @brief One dim of a mesh to enumerate layouts over: name and size.
+struct mesh_axis {
+  std::string name;
+  int size = 1;
+};
+
+/// @brief The estimated communication of one step under a layout: per kind, calls and values.
+struct estimated_collectives {
+  collective_count allreduce, allgather, alltoall;
+  collective_count& of(collective c) {
+    return c == collective::allgather  ? allgather
+           : c == collective::alltoall ? alltoall
+                                       : allreduce;
+  }
+};
+
+/// @brief Every legal layout of a model's dims over a mesh, each priced from a reference plan.
+class layout_enumeration {
+ public:
+  /// @brief A layout: for each dim of the model (dims()), the mesh dim splitting it, or -1.
+  struct candidate {
+    std::vector<int> axis_of_dim;
+    step_cost cost;
+    estimated_collectives collectives;
+    std::uint64_t flops = 0;
+    bool fits = true;
+  };
+
+  // layout_enumeration(reference, machine, memory_budget, bucket_bytes): `reference` is a plan
+  // of the step on a mesh whose every dim has size 1. memory_budget in bytes per rank, 0: the
+  // machine's (or none). Throws meshpp::error for a reference on a mesh of more than one rank.
+  layout_enumeration(const plan& reference, machine_model machine, double memory_budget = 0,
+                     double bucket_bytes = 4 << 20)
+      : machine_(std::move(machine)),
+        budget_(memory_budget > 0 ? memory_budget : machine_.memory_bytes_per_rank),
+        bucket_bytes_(bucket_bytes) {
+    for (const int s : reference.mesh_sizes()) {
+      if (s != 1) {
+        throw error(
+            "meshpp::layout_enumeration: the reference plan must be of a mesh of one rank "
+            "(every tensor whole); got mesh " +
+            reference.mesh());
+      }
+    }
+    read(reference);
+  }
+
+  // dims(): the model's dims, in first-use order; size(d): a dim's global size
+  const std::vector<std::string>& dims() const { return dims_; }
+  std::size_t size(std::size_t d) const { return sizes_[d]; }
+  const machine_model& machine() const { return machine_; }
+
+  /// estimate(mesh, axis_of_dim): the price of one step under a layout (see the top). Throws
+  /// meshpp::error if axis_of_dim does not have one entry per dim or names no mesh dim.
+  candidate estimate(const std::vector<mesh_axis>& mesh,
+                     const std::vector<int>& axis_of_dim) const {
+    if (axis_of_dim.size() != dims_.size()) {
+      throw error("meshpp::layout_enumeration::estimate: " + std::to_string(axis_of_dim.size()) +
+                  " mesh dims given for " + std::to_string(dims_.size()) + " model dims");
+    }
+    for (const int a : axis_of_dim) {
+      if (a < -1 || a >= static_cast<int>(mesh.size())) {
+        throw error("meshpp::layout_enumeration::estimate: mesh dim " + std::to_string(a) +
+                    " of a mesh of " + std::to_string(mesh.size()) + " dims");
+      }
+    }
+    return price(mesh, axis_of_dim);
+  }
+
+  /// enumerate(mesh): every legal layout of the model's dims over `mesh` (no tensor with two
+  /// dims on one mesh dim; no dim split over a mesh dim larger than itself; mesh dims of size 1
+  /// split nothing), priced and ranked: those that fit first, each group fastest first. Ties
+  /// keep the layout that splits fewer dims first. Of layouts that differ only by swapping two
+  /// mesh dims of the same size (which cost the same), only the first is listed.
+  std::vector<candidate> enumerate(const std::vector<mesh_axis>& mesh) const {
+    std::vector<candidate> out;
+    std::vector<int> axis(dims_.size(), -1);
+    walk(mesh, axis, 0, out);
+    rank(out);
+    return out;
+  }
+
+  /// code(mesh, c): the candidate as a mesh type to paste,
+  /// "mp::mesh<mp::axes<rows, cols>, mp::layout<mp::split<batch, rows>>>"
+  std::string code(const std::vector<mesh_axis>& mesh, const candidate& c) const {
+    std::string out = "mp::mesh<mp::axes<";
+    for (std::size_t i = 0; i < mesh.size(); ++i) out += (i ? ", " : "") + mesh[i].name;
+    out += ">, mp::layout<";
+    bool first = true;
+    for (std::size_t d = 0; d < dims_.size(); ++d) {
+      if (c.axis_of_dim[d] < 0) continue;
+      out += std::string(first ? "" : ", ") + "mp::split<" + dims_[d] + ", " +
+             mesh[static_cast<std::size_t>(c.axis_of_dim[d])].name + ">";
+      first = false;
+    }
+    return out + ">>";
+  }
+
+  // splits_text(mesh, c): "batch:rows d_ff:cols", or "(nothing split)"
+  std::string splits_text(const std::vector<mesh_axis>& mesh, const candidate& c) const {
+    std::string out;
+    for (std::size_t d = 0; d < dims_.size(); ++d) {
+      if (c.axis_of_dim[d] < 0) continue;
+      out += (out.empty() ? "" : " ") + dims_[d] + ":" +
+             mesh[static_cast<std::size_t>(c.axis_of_dim[d])].name;
+    }
+    return out.empty() ? "(nothing split)" : out;
+  }
+
+  /// table(mesh, ranked, top): the first `top` candidates with every term of their price, the
+  /// estimated allreduce calls and values, and the winner as code to paste.
+  std::string table(const std::vector<mesh_axis>& mesh, const std::vector<candidate>& ranked,
+                    std::size_t top = 10) const {
+    std::string out;
+    char line[768];
+    std::snprintf(line, sizeof line, "%-4s %10s %10s %10s %10s %8s %10s %10s %10s  %s\n", "rank",
+                  "step ms", "compute", "passes", "comm", "GFLOP", "ar calls", "ar values",
+                  "MiB made", "splits (fits)");
+    out += line;
+    for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
+      const auto& c = ranked[i];
+      std::snprintf(line, sizeof line,
+                    "%-4zu %10.3f %10.3f %10.3f %10.3f %8.3f %10llu %10llu %10.1f  %s%s\n", i + 1,
+                    1e3 * c.cost.total(), 1e3 * c.cost.compute, 1e3 * c.cost.passes,
+                    1e3 * c.cost.communication, 1e-9 * static_cast<double>(c.flops),
+                    static_cast<unsigned long long>(c.collectives.allreduce.calls),
+                    static_cast<unsigned long long>(c.collectives.allreduce.values),
+                    static_cast<double>(c.cost.bytes_made) / (1 << 20),
+                    splits_text(mesh, c).c_str(), c.fits ? "" : " (does not fit)");
+      out += line;
+    }
+    if (!ranked.empty() && ranked.front().fits)
+      out += "winner: " + code(mesh, ranked.front()) + "\n";
+    return out;
+  }
+
+ private:
+  enum class kind { einsum, reduce, take, softmax, reshape, update, other };
+  struct tensor_dims {
+    std::vector<int> dims;  // indices into dims_
+  };
+  struct row {
+    kind k = kind::other;
+    std::string phase;
+    std::uint64_t runs = 0;
+    std::uint64_t flops = 0;
+    double made = 0, streamed = 0;                        // reference bytes
+    std::vector<tensor_dims> in;                          // operands, as the name gives them
+    tensor_dims out;                                      // result
+    int over = -1;                                        // softmax's dim
+    std::vector<std::pair<tensor_dims, double>> layouts;  // made tensors, with their elements
+    std::size_t value_bytes = 4;
+    bool gradient = false;  // a backward einsum making a parameter's gradient
+    // an einsum's gemm calls, with its dims by role: m (A and C), n (B and C), k (A and B),
+    // batch (all three); swapped: the call computes C^T (its m is the n dims)
+    struct gemm_role {
+      gemm_count count;
+      bool swapped = false;
+    };
+    std::vector<gemm_role> gemms;
+    std::vector<int> m_dims, n_dims, k_dims, batch_dims;
+  };
+
+  static std::size_t splits(const candidate& c) {
+    return static_cast<std::size_t>(
+        std::count_if(c.axis_of_dim.begin(), c.axis_of_dim.end(), [](int a) { return a >= 0; }));
+  }
+
+  int dim_index(const std::string& name) {
+    for (std::size_t i = 0; i < dims_.size(); ++i)
+      if (dims_[i] == name) return static_cast<int>(i);
+    dims_.push_back(name);
+    sizes_.push_back(0);
+    return static_cast<int>(dims_.size() - 1);
+  }
+  // parse_dims("[a, b]") at pos: the dims, pos moved past ']'; false if there is no list
+  bool parse_dims(const std::string& s, std::size_t& pos, tensor_dims& t) {
+    const auto open = s.find('[', pos);
+    const auto close = open == std::string::npos ? open : s.find(']', open);
+    if (close == std::string::npos) return false;
+    const std::string body = s.substr(open + 1, close - open - 1);
+    std::size_t p = 0;
+    while (p < body.size()) {
+      auto comma = body.find(',', p);
+      if (comma == std::string::npos) comma = body.size();
+      std::string name = body.substr(p, comma - p);
+      name.erase(0, name.find_first_not_of(' '));
+      name.erase(name.find_last_not_of(' ') + 1);
+      if (!name.empty()) t.dims.push_back(dim_index(name));
+      p = comma + 1;
+    }
+    pos = close + 1;
+    return true;
+  }
+  static std::size_t bytes_of(const std::string& type) {
+    if (type == "double" || type.find("64") != std::string::npos) return 8;
+    if (type.find("16") != std::string::npos) return 2;
+    if (type.find("8") != std::string::npos) return 1;
+    return 4;
+  }
+
+  // roles(r, gemms): each dim of einsum r by its role in the gemm calls; a call whose shape
+  // is neither m x n nor n x m of the roles' sizes is left out (its flops priced at the rate)
+  void roles(row& r, const std::vector<gemm_count>& gemms) {
+    auto in = [](const tensor_dims& t, int d) {
+      return std::find(t.dims.begin(), t.dims.end(), d) != t.dims.end();
+    };
+    std::vector<int> all = r.in[0].dims;
+    for (const int d : r.in[1].dims)
+      if (!in(r.in[0], d)) all.push_back(d);
+    for (const int d : all) {
+      const bool a = in(r.in[0], d), b = in(r.in[1], d), c = in(r.out, d);
+      (a && b && c ? r.batch_dims
+       : a && b    ? r.k_dims
+       : a && c    ? r.m_dims
+       : b && c    ? r.n_dims
+                   : r.k_dims)
+          .push_back(d);
+    }
+    pending_gemms_.emplace_back(rows_.size(), gemms);
+  }
+  std::size_t product(const std::vector<int>& ds) const {
+    std::size_t p = 1;
+    for (const int d : ds) p *= sizes_[static_cast<std::size_t>(d)];
+    return p;
+  }
+
+  void read(const plan& reference) {
+    std::vector<std::vector<int>> parameter_dims;
+    for (const auto& o : reference.operations()) {
+      row r;
+      r.phase = o.phase;
+      r.runs = o.runs;
+      r.flops = o.flops;
+      r.made = static_cast<double>(o.bytes_made);
+      r.streamed = static_cast<double>(o.bytes_streamed);
+      const std::string& n = o.name;
+      std::size_t pos = 0;
+      auto starts = [&](std::string_view p) { return n.rfind(p, 0) == 0; };
+      auto lists = [&](std::size_t count) {
+        std::vector<tensor_dims> ts(count);
+        for (auto& t : ts)
+          if (!parse_dims(n, pos, t)) return false;
+        r.in.assign(ts.begin(), ts.end() - 1);
+        r.out = ts.back();
+        return true;
+      };
+      if (starts("einsum ") && lists(3)) {
+        r.k = kind::einsum;
+        roles(r, o.gemms);
+      } else if (starts("reduce ") && lists(2)) {
+        r.k = kind::reduce;
+      } else if (starts("take ") && lists(3)) {
+        r.k = kind::take;
+        for (const int d : r.in[1].dims) data_dims_.insert(d);
+      } else if ((starts("softmax over ") || starts("logsumexp over ")) && lists(1)) {
+        r.k = kind::softmax;
+        const auto from = n.find("over ") + 5;
+        r.over = dim_index(n.substr(from, n.find(' ', from) - from));
+        r.in = {r.out};
+        if (starts("logsumexp")) r.k = kind::other;  // its reductions are reduce rows of their own
+      } else if (starts("reshape ") && lists(2)) {
+        r.k = kind::reshape;
+      } else if (starts("update ")) {
+        r.k = kind::update;
+      }
+      for (const auto& l : o.layouts) {
+        tensor_dims t;
+        double elements = 1;
+        for (std::size_t d = 0; d < l.dims.size(); ++d) {
+          const int i = dim_index(l.dims[d]);
+          sizes_[static_cast<std::size_t>(i)] = l.sizes[d];
+          t.dims.push_back(i);
+          elements *= static_cast<double>(l.sizes[d]);
+        }
+        r.layouts.emplace_back(t, elements);
+        r.value_bytes = bytes_of(l.type);
+      }
+      if (r.k == kind::update && !o.layouts.empty())
+        parameter_dims.push_back(r.layouts.front().first.dims);
+      rows_.push_back(std::move(r));
+    }
+    // a softmax planned over a dim split in the reference (over a mesh dim of size 1) ran as
+    // reductions, whose rows the reduce rule prices: then the softmax's own rule would count
+    // them twice
+    for (auto& r : rows_) {
+      if (r.k != kind::softmax) continue;
+      tensor_dims rows_of;
+      for (const int d : r.out.dims)
+        if (d != r.over) rows_of.dims.push_back(d);
+      const bool reduced = std::any_of(rows_.begin(), rows_.end(), [&](const row& o) {
+        return o.k == kind::reduce && o.phase == r.phase && o.in[0].dims == r.out.dims &&
+               o.out.dims == rows_of.dims;
+      });
+      if (reduced) r.k = kind::other;
+    }
+    for (const auto& [i, gemms] : pending_gemms_) {  // the sizes are known now
+      auto& r = rows_[i];
+      const std::size_t m = product(r.m_dims), n = product(r.n_dims), k = product(r.k_dims);
+      // C^T when the result begins with a dim of B (einsum.hpp: out_is_ct); the shape decides
+      // where it can, this where m and n have one size
+      const bool ct = !r.out.dims.empty() && std::find(r.n_dims.begin(), r.n_dims.end(),
+                                                       r.out.dims.front()) != r.n_dims.end();
+      for (const auto& g : gemms) {
+        if (g.shape.k != k) continue;
+        const bool straight = g.shape.m == m && g.shape.n == n;
+        const bool swapped = g.shape.m == n && g.shape.n == m;
+        if (straight || swapped) r.gemms.push_back({g, swapped && (ct || !straight)});
+      }
+      std::uint64_t flops = 0;
+      for (const auto& g : r.gemms)
+        flops += 2 * g.count.shape.m * g.count.shape.n * g.count.shape.k * g.count.calls;
+      if (flops != r.flops) r.gemms.clear();  // not all of its calls: priced by flops
+    }
+    // each parameter's gradient: made by a backward einsum whose result has its dims, or else
+    // summed over the data dims it lacks
+    for (auto& r : rows_) {
+      if (r.k != kind::einsum || r.phase != "backward") continue;
+      for (const auto& p : parameter_dims)
+        if (p == r.out.dims) r.gradient = true;
+    }
+    for (const auto& r : rows_) {
+      if (r.k != kind::update || r.layouts.empty()) continue;
+      const auto& p = r.layouts.front().first.dims;
+      const bool by_einsum = std::any_of(
+          rows_.begin(), rows_.end(), [&](const row& e) { return e.gradient && e.out.dims == p; });
+      if (!by_einsum) other_gradients_.push_back({p, r.value_bytes});
+    }
+    for (std::size_t d = 0; d < dims_.size(); ++d) {
+      if (sizes_[d] == 0) {
+        throw error("meshpp::layout_enumeration: the reference plan names dim " + dims_[d] +
+                    " but no tensor it made has it, so its size is unknown");
+      }
+    }
+    // the tensors whose dims must lie on distinct mesh dims
+    std::set<std::vector<int>> seen;
+    for (const auto& r : rows_) {
+      auto add = [&](const tensor_dims& t) {
+        if (t.dims.size() > 1 && seen.insert(t.dims).second) tensors_.push_back(t.dims);
+      };
+      for (const auto& t : r.in) add(t);
+      add(r.out);
+      for (const auto& l : r.layouts) add(l.first);
+    }
+  }
+
+  // the share of a dim's global size on rank 0 (the first block, the longest)
+  static double share(std::size_t size, int axis, const std::vector<mesh_axis>& mesh) {
+    if (axis < 0) return 1;
+    const auto p = static_cast<std::size_t>(mesh[static_cast<std::size_t>(axis)].size);
+    return static_cast<double>((size + p - 1) / p) / static_cast<double>(size);
+  }
+
+  candidate price(const std::vector<mesh_axis>& mesh, const std::vector<int>& axis) const {
+    candidate c;
+    c.axis_of_dim = axis;
+    std::vector<double> sh(dims_.size());
+    for (std::size_t d = 0; d < dims_.size(); ++d) sh[d] = share(sizes_[d], axis[d], mesh);
+    auto local = [&](const tensor_dims& t) {
+      double v = 1;
+      for (const int d : t.dims)
+        v *= static_cast<double>(sizes_[static_cast<std::size_t>(d)]) *
+             sh[static_cast<std::size_t>(d)];
+      return v;
+    };
+    auto fraction = [&](const tensor_dims& t) {
+      double f = 1;
+      for (const int d : t.dims) f *= sh[static_cast<std::size_t>(d)];
+      return f;
+    };
+    auto group = [&](unsigned mask) {
+      int p = 1;
+      for (std::size_t a = 0; a < mesh.size(); ++a)
+        if (mask & (1u << a)) p *= mesh[a].size;
+      return p;
+    };
+    auto mask_of = [&](const std::vector<int>& ds) {
+      unsigned m = 0;
+      for (const int d : ds) {
+        const int a = axis[static_cast<std::size_t>(d)];
+        if (a >= 0) m |= 1u << a;
+      }
+      return m;
+    };
+    // collect(kind, mask, values, calls, value_bytes, others): `calls` collectives over the
+    // mesh dims in mask, each of `values` values on this rank (an allgather: receiving
+    // `others` from the rest of its group), counted as the counters count them (over a group
+    // of one rank too, moving nothing; bytes sent per call: allreduce 2 (p - 1) / p of its
+    // bytes, allgather the others' bytes, alltoall (p - 1) / p)
+    auto collect = [&](collective kind, unsigned mask, double values, double calls,
+                       std::size_t value_bytes, double others = 0) {
+      if (mask == 0 || calls == 0) return;
+      const auto p = static_cast<std::uint64_t>(group(mask));
+      const auto v = static_cast<std::uint64_t>(std::llround(values));
+      const std::uint64_t b = v * value_bytes;
+      const std::uint64_t per_call =
+          kind == collective::allreduce ? 2 * (p - 1) * b / p
+          : kind == collective::allgather
+              ? static_cast<std::uint64_t>(std::llround(others)) * value_bytes
+              : (p - 1) * b / p;
+      if (p > 1)
+        c.cost.communication +=
+            calls * machine_.seconds(kind, static_cast<int>(p), static_cast<double>(per_call));
+      auto& k = c.collectives.of(kind);
+      const auto n = static_cast<std::uint64_t>(std::llround(calls));
+      k.calls += n;
+      k.values += v * n;
+      k.bytes_sent += per_call * n;
+    };
+    std::map<unsigned, std::pair<double, std::size_t>> buckets;  // mask -> values, value bytes
+    auto minus = [](const std::vector<int>& a, const std::vector<int>& b) {
+      std::vector<int> out;
+      for (const int d : a)
+        if (std::find(b.begin(), b.end(), d) == b.end()) out.push_back(d);
+      return out;
+    };
+    const auto runs_of = [](const row& r) { return static_cast<double>(r.runs); };
+    for (const auto& r : rows_) {
+      // passes: the bytes made and streamed scale with the share of the tensors made
+      double f = 1;
+      if (!r.layouts.empty()) {
+        double whole = 0, part = 0;
+        for (const auto& [t, elements] : r.layouts) {
+          whole += elements;
+          part += elements * fraction(t);
+        }
+        f = whole > 0 ? part / whole : 1;
+      }
+      double made = r.made * f, streamed = r.streamed * f;
+      switch (r.k) {
+        case kind::einsum: {
+          std::vector<int> all = r.in[0].dims;
+          for (const int d : r.in[1].dims)
+            if (std::find(all.begin(), all.end(), d) == all.end()) all.push_back(d);
+          double g = 1;
+          for (const int d : all) g *= sh[static_cast<std::size_t>(d)];
+          const double flops = static_cast<double>(r.flops) * g;
+          c.flops += static_cast<std::uint64_t>(std::llround(flops));
+          if (r.gemms.empty()) {
+            c.cost.compute += machine_.gemm_seconds(flops);
+          } else {
+            for (const auto& g : local_gemms(r, axis, mesh, sh))
+              c.cost.compute += machine_.gemm_seconds(g.shape, static_cast<double>(g.calls));
+          }
+          made = r.made * fraction(r.out);
+          streamed = r.streamed * (fraction(r.in[0]) + fraction(r.in[1]) + fraction(r.out)) / 3;
+          const unsigned mask = mask_of(minus(all, r.out.dims));
+          if (mask == 0) break;
+          if (r.gradient) {
+            buckets[mask].first += local(r.out) * runs_of(r);
+            buckets[mask].second = r.value_bytes;
+          } else {
+            collect(collective::allreduce, mask, local(r.out), runs_of(r), r.value_bytes);
+          }
+          break;
+        }
+        case kind::reduce:
+          streamed = r.streamed * fraction(r.in[0]);
+          collect(collective::allreduce, mask_of(minus(r.in[0].dims, r.out.dims)), local(r.out),
+                  runs_of(r), r.value_bytes);
+          break;
+        case kind::take:
+          collect(collective::allreduce, mask_of(minus(r.in[0].dims, r.out.dims)), local(r.out),
+                  runs_of(r), r.value_bytes);
+          break;
+        case kind::softmax: {
+          const unsigned mask = mask_of({r.over});
+          const double rows =
+              local(r.out) / (static_cast<double>(sizes_[static_cast<std::size_t>(r.over)]) *
+                              sh[static_cast<std::size_t>(r.over)]);
+          collect(collective::allreduce, mask, rows, 2 * runs_of(r), r.value_bytes);
+          break;
+        }
+        case kind::reshape: {
+          // a dim renamed (same position) whose mesh dim changes: gathered over its old one
+          unsigned gather = 0;
+          double whole = local(r.in[0]);  // the gathered slice
+          if (r.in[0].dims.size() == r.out.dims.size()) {
+            for (std::size_t i = 0; i < r.out.dims.size(); ++i) {
+              const auto d = static_cast<std::size_t>(r.in[0].dims[i]);
+              const int from = axis[d];
+              if (from < 0 || from == axis[static_cast<std::size_t>(r.out.dims[i])]) continue;
+              gather |= 1u << from;
+              whole /= sh[d];
+            }
+          }
+          collect(collective::allgather, gather, local(r.in[0]), runs_of(r), r.value_bytes,
+                  whole - local(r.in[0]));
+          break;
+        }
+        default:
+          break;
+      }
+      c.cost.passes += machine_.stream_seconds(made + streamed);
+      c.cost.bytes_made += static_cast<std::uint64_t>(std::llround(made));
+    }
+    for (const auto& [dims, value_bytes] : other_gradients_) {
+      const unsigned mask =
+          mask_of(minus(std::vector<int>(data_dims_.begin(), data_dims_.end()), dims));
+      if (mask == 0) continue;
+      buckets[mask].first += local(tensor_dims{dims});
+      buckets[mask].second = value_bytes;
+    }
+    for (const auto& [mask, b] : buckets) {  // calls of equal parts (the buckets' are near)
+      const double bytes = b.first * static_cast<double>(b.second);
+      const double calls = std::max(1.0, std::ceil(bytes / std::max(bucket_bytes_, 1.0)));
+      collect(collective::allreduce, mask, b.first / calls, calls, b.second);
+    }
+    c.fits = budget_ <= 0 || static_cast<double>(c.cost.bytes_made) <= budget_;
+    return c;
+  }
+
+  // local_gemms(r, axis, mesh, sh): einsum r's gemm calls on rank 0 under a layout (sh: each
+  // dim's share). A forward product with no batch dims whose contracted dims are split runs as
+  // a ring fused with its allreduce when the rows it stripes divide among the group (einsum.hpp:
+  // allreduce_ring): p calls, each on 1/p of the first dim of the gemm.
+  std::vector<gemm_count> local_gemms(const row& r, const std::vector<int>& axis,
+                                      const std::vector<mesh_axis>& mesh,
+                                      const std::vector<double>& sh) const {
+    auto local = [&](const std::vector<int>& ds) {
+      double v = 1;
+      for (const int d : ds)
+        v *= static_cast<double>(sizes_[static_cast<std::size_t>(d)]) *
+             sh[static_cast<std::size_t>(d)];
+      return static_cast<std::size_t>(std::llround(v));
+    };
+    const std::size_t m = local(r.m_dims), n = local(r.n_dims), k = local(r.k_dims);
+    const double batch_share = static_cast<double>(local(r.batch_dims)) /
+                               static_cast<double>(std::max<std::size_t>(1, product(r.batch_dims)));
+    std::size_t ring = 1;
+    if (r.phase == "forward" && r.batch_dims.empty()) {
+      for (const int d : r.k_dims) {
+        const int a = axis[static_cast<std::size_t>(d)];
+        if (a >= 0) ring *= static_cast<std::size_t>(mesh[static_cast<std::size_t>(a)].size);
+      }
+    }
+    std::vector<gemm_count> out;
+    for (const auto& g : r.gemms) {
+      gemm_count l = g.count;
+      l.shape.m = g.swapped ? n : m;
+      l.shape.n = g.swapped ? m : n;
+      l.shape.k = k;
+      l.calls = static_cast<std::uint64_t>(
+          std::llround(static_cast<double>(g.count.calls) * batch_share));
+      if (ring > 1 && l.shape.m % ring == 0) {
+        l.shape.m /= ring;
+        l.calls *= ring;
+      }
+      out.push_back(l);
+    }
+    return out;
+  }
+
+ public:
+  /// gemms(mesh, c): the gemm calls the candidate's products make on rank 0, per shape (summed
+  /// over its einsums, in first-use order), as a plan's operations record them
+  std::vector<gemm_count> gemms(const std::vector<mesh_axis>& mesh, const candidate& c) const {
+    std::vector<double> sh(dims_.size());
+    for (std::size_t d = 0; d < dims_.size(); ++d) sh[d] = share(sizes_[d], c.axis_of_dim[d], mesh);
+    std::vector<gemm_count> out;
+    for (const auto& r : rows_) {
+      if (r.k != kind::einsum) continue;
+      for (const auto& g : local_gemms(r, c.axis_of_dim, mesh, sh)) add_gemm(out, g);
+    }
+    return out;
+  }
+  // add_gemm(list, g): g's calls added to its shape's entry of list (appended if new)
+  static void add_gemm(std::vector<gemm_count>& list, const gemm_count& g) {
+    for (auto& e : list) {
+      if (e.shape == g.shape) {
+        e.calls += g.calls;
+        return;
+      }
+    }
+    list.push_back(g);
+  }
+
+  /// time_gemm_shapes(mesh, ranked, top, min_seconds): measures on this process the rate of
+  /// every gemm shape the first `top` candidates make that the machine has no rate for (as
+  /// time_gemms does for a plan), prices those candidates again at their shapes' rates and
+  /// ranks the list again. Returns the number of shapes timed.
+  std::size_t time_gemm_shapes(const std::vector<mesh_axis>& mesh, std::vector<candidate>& ranked,
+                               std::size_t top = 10, double min_seconds = 2e-3) {
+    std::size_t timed = 0;
+    const std::size_t n = std::min(top, ranked.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      std::vector<double> sh(dims_.size());
+      for (std::size_t d = 0; d < dims_.size(); ++d)
+        sh[d] = share(sizes_[d], ranked[i].axis_of_dim[d], mesh);
+      for (const auto& r : rows_) {
+        if (r.k != kind::einsum) continue;
+        for (const auto& g : local_gemms(r, ranked[i].axis_of_dim, mesh, sh)) {
+          const auto& s = g.shape;
+          if (machine_.has_gemm_rate(s) || s.m == 0 || s.n == 0 || s.k == 0) continue;
+          detail::time_gemm(machine_, s, min_seconds);
+          ++timed;
+        }
+      }
+      ranked[i] = price(mesh, ranked[i].axis_of_dim);
+    }
+    rank(ranked);
+    return timed;
+  }
+
+ private:
+  static void rank(std::vector<candidate>& out) {
+    std::stable_sort(out.begin(), out.end(), [](const candidate& a, const candidate& b) {
+      if (a.fits != b.fits) return a.fits;
+      if (a.cost.total() != b.cost.total()) return a.cost.total() < b.cost.total();
+      return splits(a) < splits(b);
+    });
+  }
+
+  bool legal(const std::vector<int>& axis, std::size_t upto) const {
+    for (const auto& t : tensors_) {
+      unsigned used = 0;
+      for (const int d : t) {
+        if (static_cast<std::size_t>(d) > upto) continue;
+        const int a = axis[static_cast<std::size_t>(d)];
+        if (a < 0) continue;
+        if (used & (1u << a)) return false;
+        used |= 1u << a;
+      }
+    }
+    return true;
+  }
+
+  // canonical(mesh, axis): of the layouts that differ only by swapping mesh dims of one size,
+  // the one whose mesh dims are first used in their order (the others cost the same)
+  static bool canonical(const std::vector<mesh_axis>& mesh, const std::vector<int>& axis) {
+    std::vector<std::size_t> first(mesh.size(), axis.size());
+    for (std::size_t d = axis.size(); d-- > 0;)
+      if (axis[d] >= 0) first[static_cast<std::size_t>(axis[d])] = d;
+    for (std::size_t a = 0; a < mesh.size(); ++a)
+      for (std::size_t b = a + 1; b < mesh.size(); ++b)
+        if (mesh[a].size == mesh[b].size && first[b] < first[a]) return false;
+    return true;
+  }
+
+  void walk(const std::vector<mesh_axis>& mesh, std::vector<int>& axis, std::size_t d,
+            std::vector<candidate>& out) const {
+    if (d == dims_.size()) {
+      if (canonical(mesh, axis)) out.push_back(price(mesh, axis));
+      return;
+    }
+    for (int a = -1; a < static_cast<int>(mesh.size()); ++a) {
+      if (a >= 0) {
+        const auto p = static_cast<std::size_t>(mesh[static_cast<std::size_t>(a)].size);
+        if (p < 2 || sizes_[d] < p) continue;
+      }
+      axis[d] = a;
+      if (legal(axis, d)) walk(mesh, axis, d + 1, out);
+    }
+    axis[d] = -1;
+  }
+
+  machine_model machine_;
+  double budget_;
+  double bucket_bytes_;
+  std::vector<std::string> dims_;
+  std::vector<std::size_t> sizes_;
+  std::vector<row> rows_;
+  std::set<int> data_dims_;
+  std::vector<std::pair<std::vector<int>, std::size_t>> other_gradients_;
+  std::vector<std::vector<int>> tensors_;
+  std::vector<std::pair<std::size_t, std::vector<gemm_count>>> pending_gemms_;
+};
+
+/// enumeration_report(e, meshes, top, time_shapes): every legal layout over each mesh
+/// enumerated and ranked (with time_shapes, the first `top` priced again at the rates of their
+/// own gemm shapes, timed on this process), then a table of the first `top` per mesh with its
+/// winner, after a line with the candidates counted and the seconds it took.
+inline std::string enumeration_report(layout_enumeration& e,
+                                      const std::vector<std::vector<mesh_axis>>& meshes,
+                                      std::size_t top = 10, bool time_shapes = false) {
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t count = 0;
+  std::string tables;
+  for (const auto& mesh : meshes) {
+    auto ranked = e.enumerate(mesh);
+    if (time_shapes) e.time_gemm_shapes(mesh, ranked, top);
+    count += ranked.size();
+    std::string name = "[";
+    for (std::size_t i = 0; i < mesh.size(); ++i)
+      name += (i ? ", " : "") + mesh[i].name + ":" + std::to_string(mesh[i].size);
+    tables += "mesh " + name + "]: " + std::to_string(ranked.size()) + " legal layouts\n" +
+              e.table(mesh, ranked, top);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "every layout of the model's %zu dims, estimated (plan/enumerate.hpp): %zu "
+                "candidates in %.2f s\n",
+                e.dims().size(), count, seconds);
+  return line + tables;
+}
+
+}  // namespace meshpp
