@@ -421,6 +421,22 @@ TEST_CASE(
   }
   const auto table = e.table(mesh, ranked, 5);
   CHECK(table.find("winner: " + e.code(mesh, ranked.front())) != std::string::npos);
+  // timing the top candidates' gemm shapes: afterwards the top ones make no untimed shape (a
+  // candidate that climbs on the one sgemm rate is timed too), every candidate is priced at the
+  // rates now known, and the list is ranked again
+  auto timed = e;
+  auto retimed = ranked;
+  CHECK(timed.time_gemm_shapes(mesh, retimed, 3, 1e-5) > 0);
+  CHECK(retimed.size() == ranked.size());
+  for (std::size_t i = 0; i < retimed.size(); ++i) {
+    if (i < 3) {
+      for (const auto& g : timed.gemms(mesh, retimed[i]))
+        CHECK(timed.machine().has_gemm_rate(g.shape));
+    }
+    if (i) CHECK(retimed[i - 1].cost.total() <= retimed[i].cost.total());
+    CHECK(timed.estimate(mesh, retimed[i].axis_of_dim).cost.total() == retimed[i].cost.total());
+  }
+  CHECK(timed.time_gemm_shapes(mesh, retimed, 3, 1e-5) == 0);  // nothing left to time
   const auto data = e.estimate(mesh, axis_of(0, -1));
   CHECK(e.code(mesh, data) == "mp::mesh<mp::axes<x, y>, mp::layout<mp::split<batch, x>>>");
   // the rules of rename and of softmax over a split dim, against plans of seq_step

@@ -4,8 +4,10 @@
 //
 //   const auto reference = mp::make_plan<mesh_t>({1}, step);  // nothing split: the model whole
 //   mp::layout_enumeration e(reference, machine, /*memory budget per rank, bytes*/ 0);
-//   const auto ranked = e.enumerate({{"rows", 2}, {"cols", 2}});
-//   std::cout << e.table(ranked, 10);                       // the top 10, then the code to paste
+//   const std::vector<mp::mesh_axis> mesh{{"rows", 2}, {"cols", 2}};
+//   auto ranked = e.enumerate(mesh);                 // fastest first
+//   e.time_gemm_shapes(mesh, ranked, 10);            // optional: the top at their shapes' rates
+//   std::cout << e.table(mesh, ranked, 10);          // the top 10, then the code to paste
 //
 // A layout is a type, so a program can plan exactly (plan/plan.hpp) only the layouts it
 // instantiated. This header prices the others from the operations of one reference plan, a
@@ -641,29 +643,28 @@ class layout_enumeration {
 
   /// time_gemm_shapes(mesh, ranked, top, min_seconds): measures on this process the rate of
   /// every gemm shape the first `top` candidates make that the machine has no rate for (as
-  /// time_gemms does for a plan), prices those candidates again at their shapes' rates and
-  /// ranks the list again. Returns the number of shapes timed.
+  /// time_gemms does for a plan), prices every candidate again and ranks the list again, until
+  /// the first `top` make no shape left untimed (a candidate priced at the machine's one sgemm
+  /// rate may climb into the top on that rate alone: it is then timed too). Returns the number
+  /// of shapes timed.
   std::size_t time_gemm_shapes(const std::vector<mesh_axis>& mesh, std::vector<candidate>& ranked,
                                std::size_t top = 10, double min_seconds = 2e-3) {
     std::size_t timed = 0;
-    const std::size_t n = std::min(top, ranked.size());
-    for (std::size_t i = 0; i < n; ++i) {
-      std::vector<double> sh(dims_.size());
-      for (std::size_t d = 0; d < dims_.size(); ++d)
-        sh[d] = share(sizes_[d], ranked[i].axis_of_dim[d], mesh);
-      for (const auto& r : rows_) {
-        if (r.k != kind::einsum) continue;
-        for (const auto& g : local_gemms(r, ranked[i].axis_of_dim, mesh, sh)) {
+    for (;;) {
+      std::size_t now = 0;
+      for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
+        for (const auto& g : gemms(mesh, ranked[i])) {
           const auto& s = g.shape;
           if (machine_.has_gemm_rate(s) || s.m == 0 || s.n == 0 || s.k == 0) continue;
           detail::time_gemm(machine_, s, min_seconds);
-          ++timed;
+          ++now;
         }
       }
-      ranked[i] = price(mesh, ranked[i].axis_of_dim);
+      if (now == 0) return timed;
+      timed += now;
+      for (auto& c : ranked) c = price(mesh, c.axis_of_dim);
+      rank(ranked);
     }
-    rank(ranked);
-    return timed;
   }
 
  private:
