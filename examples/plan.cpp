@@ -14,13 +14,16 @@
 // run, per operation, on every rank: it prints "plan == counters" or exits non-zero.
 // Then the layout search (README "Layout search") ranks the layouts, data+model on every mesh
 // shape of the ranks, by the price of their plans on the machine model in --machine FILE
-// (default meshpp-machine.txt, from examples/calibrate; built-in defaults without it).
+// (default meshpp-machine.txt, from examples/calibrate; built-in defaults without it). Last,
+// every legal layout of the step's dims over the same mesh shapes, estimated without compiling
+// them (README "Every layout, estimated"): the top five of each and the one to paste.
 #include <meshpp/meshpp.hpp>
 
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <boost/mpi/collectives/all_reduce.hpp>
 #include <boost/mpi/communicator.hpp>
@@ -28,6 +31,7 @@
 
 #include "arguments.hpp"
 
+#include <meshpp/plan/enumerate.hpp>
 #include <meshpp/plan/search.hpp>
 
 namespace mp = meshpp;
@@ -162,6 +166,16 @@ int main(int argc, char** argv) {
       std::printf("\nlayout search, priced on %s\n%s", search.machine().source.c_str(),
                   search.table().c_str());
     }
+    // and every layout of the step's dims, compiled or not, estimated from its plan on one rank
+    mp::layout_enumeration layouts(
+        mp::make_plan<mesh_data>({1}, [&](const mesh_data& m) { step(m, o); }),
+        mp::machine_model::load_or_defaults(o.machine));
+    std::vector<std::vector<mp::mesh_axis>> meshes{{{"all", o.ranks}}};
+    for (int r = 2; r < o.ranks; ++r)
+      if (o.ranks % r == 0)
+        meshes.push_back({{"processor_rows", r}, {"processor_cols", o.ranks / r}});
+    const auto report = mp::enumeration_report(layouts, meshes, 5);
+    if (talk) std::printf("\n%s", report.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

@@ -65,6 +65,7 @@
 
 #include "arguments.hpp"
 
+#include <meshpp/plan/enumerate.hpp>
 #include <meshpp/plan/search.hpp>
 
 #include <boost/mpi/collectives/broadcast.hpp>
@@ -73,6 +74,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -197,6 +199,27 @@ void print_plan(const typename Mesh::coordinates_type& shape, const options& o, 
   if (boost::mpi::communicator().rank() == 0) std::printf("%s", p.report().c_str());
 }
 
+// enumerate_layouts(ranks, o, vocab): every legal layout of the model's dims over the mesh
+// shapes of `ranks` ranks (one mesh dim; two and three where ranks factors so), priced from a plan
+// of the model whole (plan/enumerate.hpp) without compiling any of them; the top ten of each
+// printed on rank 0 (re-priced with their gemm shapes timed), with the winner as the mesh type
+// to paste
+void enumerate_layouts(int ranks, const options& o, std::size_t vocab) {
+  const auto reference =
+      mp::make_plan<mesh_data>({1}, [&](const mesh_data& m) { planned_step(m, o, vocab); });
+  mp::layout_enumeration layouts(reference, mp::machine_model::load_or_defaults(o.machine),
+                                 memory_budget_mib * (1 << 20));
+  std::vector<std::vector<mp::mesh_axis>> meshes{{{"all", ranks}}};
+  for (int r = 2; r < ranks; ++r)
+    if (ranks % r == 0) meshes.push_back({{"rows", r}, {"cols", ranks / r}});
+  for (int a = 2; a < ranks; ++a)  // and three, where ranks has three factors
+    for (int b = 2; a * b < ranks; ++b)
+      if (ranks % (a * b) == 0 && ranks / (a * b) >= 2)
+        meshes.push_back({{"x", a}, {"y", b}, {"z", ranks / (a * b)}});
+  const auto report = mp::enumeration_report(layouts, meshes, 10, /*time_shapes*/ true);
+  if (boost::mpi::communicator().rank() == 0) std::printf("\n%s", report.c_str());
+}
+
 // search_layouts(ranks, o, vocab): the three layouts planned for `ranks` ranks (data+model on
 // every mesh shape), priced on the machine model, ranked; printed on rank 0
 mp::layout_search search_layouts(int ranks, const options& o, std::size_t vocab) {
@@ -215,6 +238,7 @@ mp::layout_search search_layouts(int ranks, const options& o, std::size_t vocab)
                                 [&](const mesh_data_model& m) { planned_step(m, o, vocab); });
   }
   if (talk) std::printf("%s", search.table().c_str());
+  enumerate_layouts(ranks, o, vocab);
   return search;
 }
 
