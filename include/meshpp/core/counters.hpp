@@ -98,6 +98,14 @@ struct gemm_count {
   std::uint64_t calls = 0;
   friend bool operator==(const gemm_count&, const gemm_count&) = default;
 };
+// add_gemms(list, shape, calls): `calls` gemms of `shape` added to that shape's entry of list
+// (appended if new, so a list keeps its shapes in first-use order)
+inline void add_gemms(std::vector<gemm_count>& list, const gemm_shape& shape, std::uint64_t calls) {
+  auto it =
+      std::find_if(list.begin(), list.end(), [&](const gemm_count& g) { return g.shape == shape; });
+  if (it == list.end()) it = list.insert(list.end(), {shape, 0});
+  it->calls += calls;
+}
 
 /// @brief What one operation (in one phase) communicated and computed, over all its runs.
 struct operation_count {
@@ -234,11 +242,7 @@ class counters {
     if (!by_operation_) return;
     auto& op = current();
     op.flops += flops;
-    if (calls == 0) return;
-    auto it = std::find_if(op.gemms.begin(), op.gemms.end(),
-                           [&](const gemm_count& g) { return g.shape == shape; });
-    if (it == op.gemms.end()) it = op.gemms.insert(op.gemms.end(), {shape, 0});
-    it->calls += calls;
+    if (calls != 0) add_gemms(op.gemms, shape, calls);
   }
 
   // at(c, mask): the count of collective c over the mesh dims in the bit set mask

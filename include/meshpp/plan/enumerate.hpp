@@ -618,27 +618,20 @@ class layout_enumeration {
   }
 
  public:
-  /// gemms(mesh, c): the gemm calls the candidate's products make on rank 0, per shape (summed
-  /// over its einsums, in first-use order), as a plan's operations record them
+  /// gemms(mesh, c): the gemm calls the candidate's products make on rank 0, summed per shape,
+  /// in shape order (as plan::gemms gives a plan's)
   std::vector<gemm_count> gemms(const std::vector<mesh_axis>& mesh, const candidate& c) const {
     std::vector<double> sh(dims_.size());
     for (std::size_t d = 0; d < dims_.size(); ++d) sh[d] = share(sizes_[d], c.axis_of_dim[d], mesh);
     std::vector<gemm_count> out;
     for (const auto& r : rows_) {
       if (r.k != kind::einsum) continue;
-      for (const auto& g : local_gemms(r, c.axis_of_dim, mesh, sh)) add_gemm(out, g);
+      for (const auto& g : local_gemms(r, c.axis_of_dim, mesh, sh))
+        add_gemms(out, g.shape, g.calls);
     }
+    std::sort(out.begin(), out.end(),
+              [](const gemm_count& a, const gemm_count& b) { return a.shape < b.shape; });
     return out;
-  }
-  // add_gemm(list, g): g's calls added to its shape's entry of list (appended if new)
-  static void add_gemm(std::vector<gemm_count>& list, const gemm_count& g) {
-    for (auto& e : list) {
-      if (e.shape == g.shape) {
-        e.calls += g.calls;
-        return;
-      }
-    }
-    list.push_back(g);
   }
 
   /// time_gemm_shapes(mesh, ranked, top, min_seconds): measures on this process the rate of

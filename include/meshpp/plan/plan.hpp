@@ -78,6 +78,15 @@ class plan {
     for (const auto& o : operations()) b += o.bytes_made;
     return b;
   }
+  // gemms(): the gemm calls of every operation, summed per shape, in shape order
+  std::vector<gemm_count> gemms() const {
+    std::vector<gemm_count> out;
+    for (const auto& o : operations())
+      for (const auto& g : o.gemms) add_gemms(out, g.shape, g.calls);
+    std::sort(out.begin(), out.end(),
+              [](const gemm_count& a, const gemm_count& b) { return a.shape < b.shape; });
+    return out;
+  }
 
   // pictures(i): the layouts of the tensors operation i made (its results and any tensor it
   // made on the way), one picture each, titled with the operation; draw(i, columns) draws them
