@@ -269,6 +269,7 @@ class tensor {
     return Mesh::template mask_v<typename Splits::mesh_dim...>;
   }
 
+ public:
   // layout_record(): this tensor's layout, as the counters keep it per operation
   tensor_layout layout_record() const {
     tensor_layout l{detail::value_type_name<T>(), {}, {global_.begin(), global_.end()}, {}};
@@ -283,6 +284,7 @@ class tensor {
     return l;
   }
 
+ private:
   Mesh mesh_;
   index_type global_;
   index_type offsets_;

@@ -125,6 +125,9 @@ class slot_base {
   // update(): the optimizer's rule, from the gradient into the value and the state
   virtual void update() = 0;
   virtual void clear_grad() = 0;
+  // record_layout(): records the variable's layout in the operation open now (no bytes made:
+  // the update writes it in place), so a plan says which variable each update row is for
+  virtual void record_layout() const = 0;
   // mesh_counters(): the counters of the variable's mesh (what step() counts its update in)
   virtual counters& mesh_counters() const = 0;
   // visit_state(v): a checkpoint's walk over the state (core/state.hpp); by default an error
@@ -168,6 +171,10 @@ class optimizer_slot : public detail::slot_base {
   bool has_grad() const override { return variable_.node()->grad.has_value(); }
   void clear_grad() override { variable_.zero_grad(); }
   counters& mesh_counters() const override { return variable_.value().mesh().counters(); }
+  void record_layout() const override {
+    const Tensor& v = variable_.value();
+    v.mesh().counters().made(0, [&] { return v.layout_record(); });
+  }
 
   // The gradient has the variable's type; sizes and mesh are what can still differ (a grad()
   // assigned by hand). Both are the same on every rank, so every rank throws alike.
@@ -220,6 +227,7 @@ class optimizer {
       if (!s->has_grad()) continue;
       const auto phase = s->mesh_counters().phase("optimizer");
       const auto scope = s->mesh_counters().operation([&] { return "update " + s->name(); });
+      s->record_layout();  // the variable's layout first (plan/enumerate.hpp reads it)
       s->update();
       s->clear_grad();
     }
