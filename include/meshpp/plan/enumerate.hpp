@@ -113,21 +113,32 @@ class layout_enumeration {
 
   // dims(): the model's dims, in first-use order; size(d): a dim's global size
   const std::vector<std::string>& dims() const { return dims_; }
-  std::size_t size(std::size_t d) const { return sizes_[d]; }
+  std::size_t size(std::size_t d) const { return sizes_.at(d); }
   const machine_model& machine() const { return machine_; }
+  // unpriced(): the reference's rows that communicated but that no rule prices (an explicit
+  // relayout, a reshape that merges or splits dims, an einsum with output rules, a shift),
+  // "phase name" each: every estimate prices them without communication
+  const std::vector<std::string>& unpriced() const { return unpriced_; }
 
   /// estimate(mesh, axis_of_dim): the price of one step under a layout (see the top). Throws
-  /// meshpp::error if axis_of_dim does not have one entry per dim or names no mesh dim.
+  /// meshpp::error for a mesh check_mesh refuses, if axis_of_dim does not have one entry per
+  /// dim, names no mesh dim, or puts two dims of one tensor or einsum on one mesh dim.
   candidate estimate(const std::vector<mesh_axis>& mesh,
                      const std::vector<int>& axis_of_dim) const {
-    if (axis_of_dim.size() != dims_.size()) {
-      throw error("meshpp::layout_enumeration::estimate: " + std::to_string(axis_of_dim.size()) +
-                  " mesh dims given for " + std::to_string(dims_.size()) + " model dims");
-    }
-    for (const int a : axis_of_dim) {
-      if (a < -1 || a >= static_cast<int>(mesh.size())) {
-        throw error("meshpp::layout_enumeration::estimate: mesh dim " + std::to_string(a) +
-                    " of a mesh of " + std::to_string(mesh.size()) + " dims");
+    check_layout("estimate", mesh, axis_of_dim);
+    for (const auto& t : tensors_) {
+      for (std::size_t i = 0; i < t.size(); ++i) {
+        for (std::size_t j = i + 1; j < t.size(); ++j) {
+          const int a = axis_of_dim[static_cast<std::size_t>(t[i])];
+          if (a >= 0 && a == axis_of_dim[static_cast<std::size_t>(t[j])]) {
+            throw error("meshpp::layout_enumeration::estimate: dims " +
+                        dims_[static_cast<std::size_t>(t[i])] + " and " +
+                        dims_[static_cast<std::size_t>(t[j])] +
+                        " of one tensor (or einsum) are "
+                        "both split over mesh dim " +
+                        mesh[static_cast<std::size_t>(a)].name);
+          }
+        }
       }
     }
     return price(mesh, axis_of_dim);
@@ -139,6 +150,7 @@ class layout_enumeration {
   /// keep the layout that splits fewer dims first. Of layouts that differ only by swapping two
   /// mesh dims of the same size (which cost the same), only the first is listed.
   std::vector<candidate> enumerate(const std::vector<mesh_axis>& mesh) const {
+    check_mesh("enumerate", mesh);
     std::vector<candidate> out;
     std::vector<int> axis(dims_.size(), -1);
     walk(mesh, axis, 0, out);
@@ -149,6 +161,7 @@ class layout_enumeration {
   /// code(mesh, c): the candidate as a mesh type to paste,
   /// "mp::mesh<mp::axes<rows, cols>, mp::layout<mp::split<batch, rows>>>"
   std::string code(const std::vector<mesh_axis>& mesh, const candidate& c) const {
+    check_layout("code", mesh, c.axis_of_dim);
     std::string out = "mp::mesh<mp::axes<";
     for (std::size_t i = 0; i < mesh.size(); ++i) out += (i ? ", " : "") + mesh[i].name;
     out += ">, mp::layout<";
@@ -164,6 +177,7 @@ class layout_enumeration {
 
   // splits_text(mesh, c): "batch:rows d_ff:cols", or "(nothing split)"
   std::string splits_text(const std::vector<mesh_axis>& mesh, const candidate& c) const {
+    check_layout("splits_text", mesh, c.axis_of_dim);
     std::string out;
     for (std::size_t d = 0; d < dims_.size(); ++d) {
       if (c.axis_of_dim[d] < 0) continue;
@@ -178,22 +192,21 @@ class layout_enumeration {
   std::string table(const std::vector<mesh_axis>& mesh, const std::vector<candidate>& ranked,
                     std::size_t top = 10) const {
     std::string out;
-    char line[768];
-    std::snprintf(line, sizeof line, "%-4s %10s %10s %10s %10s %8s %10s %10s %10s  %s\n", "rank",
+    char line[256];  // the figures; the splits are appended, of any length
+    std::snprintf(line, sizeof line, "%-4s %10s %10s %10s %10s %8s %10s %10s %10s  ", "rank",
                   "step ms", "compute", "passes", "comm", "GFLOP", "ar calls", "ar values",
-                  "MiB made", "splits (fits)");
-    out += line;
+                  "MiB made");
+    out += std::string(line) + "splits (fits)\n";
     for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
       const auto& c = ranked[i];
       std::snprintf(line, sizeof line,
-                    "%-4zu %10.3f %10.3f %10.3f %10.3f %8.3f %10llu %10llu %10.1f  %s%s\n", i + 1,
+                    "%-4zu %10.3f %10.3f %10.3f %10.3f %8.3f %10llu %10llu %10.1f  ", i + 1,
                     1e3 * c.cost.total(), 1e3 * c.cost.compute, 1e3 * c.cost.passes,
                     1e3 * c.cost.communication, 1e-9 * static_cast<double>(c.flops),
                     static_cast<unsigned long long>(c.collectives.allreduce.calls),
                     static_cast<unsigned long long>(c.collectives.allreduce.values),
-                    static_cast<double>(c.cost.bytes_made) / (1 << 20),
-                    splits_text(mesh, c).c_str(), c.fits ? "" : " (does not fit)");
-      out += line;
+                    static_cast<double>(c.cost.bytes_made) / (1 << 20));
+      out += line + splits_text(mesh, c) + (c.fits ? "" : " (does not fit)") + "\n";
     }
     if (!ranked.empty() && ranked.front().fits)
       out += "winner: " + code(mesh, ranked.front()) + "\n";
@@ -201,6 +214,50 @@ class layout_enumeration {
   }
 
  private:
+  // check_mesh(what, mesh): 1 to 8 mesh dims (as meshpp's meshes), each of size >= 1 and named
+  // uniquely, no name a model dim's (the code to paste would not compile), at most INT_MAX
+  // ranks; else meshpp::error naming the offending mesh dim
+  void check_mesh(const char* what, const std::vector<mesh_axis>& mesh) const {
+    const std::string where = std::string("meshpp::layout_enumeration::") + what + ": ";
+    if (mesh.empty() || mesh.size() > 8) {
+      throw error(where + "a mesh has 1 to 8 dims; got " + std::to_string(mesh.size()));
+    }
+    double ranks = 1;
+    for (std::size_t a = 0; a < mesh.size(); ++a) {
+      const auto& m = mesh[a];
+      if (m.name.empty()) throw error(where + "mesh dim " + std::to_string(a) + " has no name");
+      if (m.size < 1) {
+        throw error(where + "mesh dim " + m.name + " has size " + std::to_string(m.size) +
+                    " (a mesh dim has at least 1 rank)");
+      }
+      for (std::size_t b = 0; b < a; ++b)
+        if (mesh[b].name == m.name) throw error(where + "mesh dim " + m.name + " named twice");
+      if (std::find(dims_.begin(), dims_.end(), m.name) != dims_.end()) {
+        throw error(where + "mesh dim " + m.name + " has the name of a dim of the model");
+      }
+      ranks *= m.size;
+    }
+    if (ranks > 2147483647.0) throw error(where + "the mesh has more ranks than an int counts");
+  }
+  // check_layout(what, mesh, axis_of_dim): check_mesh, then one entry per model dim, each a
+  // mesh dim of `mesh` or -1
+  void check_layout(const char* what, const std::vector<mesh_axis>& mesh,
+                    const std::vector<int>& axis_of_dim) const {
+    check_mesh(what, mesh);
+    const std::string where = std::string("meshpp::layout_enumeration::") + what + ": ";
+    if (axis_of_dim.size() != dims_.size()) {
+      throw error(where + std::to_string(axis_of_dim.size()) + " mesh dims given for " +
+                  std::to_string(dims_.size()) + " model dims");
+    }
+    for (std::size_t d = 0; d < dims_.size(); ++d) {
+      const int a = axis_of_dim[d];
+      if (a < -1 || a >= static_cast<int>(mesh.size())) {
+        throw error(where + "dim " + dims_[d] + " is on mesh dim " + std::to_string(a) +
+                    " of a mesh of " + std::to_string(mesh.size()) + " dims");
+      }
+    }
+  }
+
   enum class kind { einsum, reduce, take, softmax, reshape, update, other };
   struct tensor_dims {
     std::vector<int> dims;  // indices into dims_
@@ -216,7 +273,9 @@ class layout_enumeration {
     int over = -1;                                        // softmax's dim
     std::vector<std::pair<tensor_dims, double>> layouts;  // made tensors, with their elements
     std::size_t value_bytes = 4;
-    bool gradient = false;  // a backward einsum making a parameter's gradient
+    bool communicated = false;  // it made a collective in the reference (over one rank)
+    std::string text;           // "phase name"
+    bool gradient = false;      // a backward einsum making a parameter's gradient
     // an einsum's gemm calls, with its dims by role: m (A and C), n (B and C), k (A and B),
     // batch (all three); swapped: the call computes C^T (its m is the n dims)
     struct gemm_role {
@@ -258,11 +317,32 @@ class layout_enumeration {
     pos = close + 1;
     return true;
   }
+  // bytes_of(type): the bytes of a value of the type a tensor_layout names (value_type_name:
+  // float, double, int, long, else the compiler's typeid name, Itanium-mangled here)
   static std::size_t bytes_of(const std::string& type) {
-    if (type == "double" || type.find("64") != std::string::npos) return 8;
-    if (type.find("16") != std::string::npos) return 2;
-    if (type.find("8") != std::string::npos) return 1;
-    return 4;
+    static const std::map<std::string, std::size_t> sizes{{"float", sizeof(float)},
+                                                          {"double", sizeof(double)},
+                                                          {"int", sizeof(int)},
+                                                          {"long", sizeof(long)},
+                                                          {"a", 1},
+                                                          {"b", sizeof(bool)},
+                                                          {"c", 1},
+                                                          {"h", 1},
+                                                          {"s", 2},
+                                                          {"t", 2},
+                                                          {"i", 4},
+                                                          {"j", 4},
+                                                          {"l", sizeof(long)},
+                                                          {"m", sizeof(long)},
+                                                          {"x", 8},
+                                                          {"y", 8},
+                                                          {"e", sizeof(long double)}};
+    const auto it = sizes.find(type);
+    if (it == sizes.end()) {
+      throw error("meshpp::layout_enumeration: the reference plan has a tensor of type " + type +
+                  ", whose size it does not know");
+    }
+    return it->second;
   }
 
   // roles(r, gemms): each dim of einsum r by its role in the gemm calls; a call whose shape
@@ -335,16 +415,40 @@ class layout_enumeration {
         double elements = 1;
         for (std::size_t d = 0; d < l.dims.size(); ++d) {
           const int i = dim_index(l.dims[d]);
-          sizes_[static_cast<std::size_t>(i)] = l.sizes[d];
+          auto& size = sizes_[static_cast<std::size_t>(i)];
+          if (l.sizes[d] == 0) {
+            throw error("meshpp::layout_enumeration: dim " + l.dims[d] + " has size 0 in " +
+                        o.phase + " " + n);
+          }
+          if (size != 0 && size != l.sizes[d]) {
+            throw error("meshpp::layout_enumeration: dim " + l.dims[d] + " has sizes " +
+                        std::to_string(size) + " and " + std::to_string(l.sizes[d]) +
+                        " in the reference plan (" + o.phase + " " + n + "): one name, one size");
+          }
+          size = l.sizes[d];
           t.dims.push_back(i);
           elements *= static_cast<double>(l.sizes[d]);
         }
         r.layouts.emplace_back(t, elements);
         r.value_bytes = bytes_of(l.type);
       }
-      if (r.k == kind::update && !o.layouts.empty())
+      if (r.k == kind::update) {
+        // the update records its variable's layout first (optimizer::step)
+        if (o.layouts.empty()) {
+          throw error("meshpp::layout_enumeration: the reference plan's row " + n +
+                      " records no variable: a plan made by a meshpp older than its optimizer's "
+                      "layout record, or counters filled by hand");
+        }
         parameter_dims.push_back(r.layouts.front().first.dims);
+      }
+      r.communicated = !o.collectives.empty();
+      r.text = o.phase + " " + n;
       rows_.push_back(std::move(r));
+    }
+    if (rows_.empty()) {
+      throw error(
+          "meshpp::layout_enumeration: the reference plan has no operations (was the "
+          "step traced with counting by operation?)");
     }
     // a softmax planned over a dim split in the reference (over a mesh dim of size 1) ran as
     // reductions, whose rows the reduce rule prices: then the softmax's own rule would count
@@ -398,6 +502,27 @@ class layout_enumeration {
                     " but no tensor it made has it, so its size is unknown");
       }
     }
+    // a reshape is priced as renames: dims in the same places, each renamed one of one size
+    for (auto& r : rows_) {
+      if (r.k != kind::reshape) continue;
+      bool renames = r.in[0].dims.size() == r.out.dims.size();
+      for (std::size_t i = 0; renames && i < r.out.dims.size(); ++i) {
+        renames = sizes_[static_cast<std::size_t>(r.in[0].dims[i])] ==
+                  sizes_[static_cast<std::size_t>(r.out.dims[i])];
+      }
+      if (!renames) r.k = kind::other;
+    }
+    // a row no rule prices that communicated (each collective is counted in the reference, over
+    // groups of one rank): priced without communication, and named by unpriced()
+    // (the gradient buckets and deferred partial sums are priced where their sums are made)
+    for (const auto& r : rows_) {
+      const auto named = [&](std::string_view name) {
+        return r.text.find(name) == r.phase.size() + 1;
+      };
+      if (r.k == kind::other && r.communicated && !named("gradient buckets") &&
+          !named("deferred partial sums"))
+        unpriced_.push_back(r.text);
+    }
     // the tensors whose dims must lie on distinct mesh dims
     std::set<std::vector<int>> seen;
     for (const auto& r : rows_) {
@@ -407,6 +532,13 @@ class layout_enumeration {
       for (const auto& t : r.in) add(t);
       add(r.out);
       for (const auto& l : r.layouts) add(l.first);
+      if (r.k == kind::einsum) {  // no two dims of the computation on one mesh dim (einsum.hpp)
+        tensor_dims all = r.in[0];
+        for (const int d : r.in[1].dims)
+          if (std::find(all.dims.begin(), all.dims.end(), d) == all.dims.end())
+            all.dims.push_back(d);
+        add(all);
+      }
     }
   }
 
@@ -473,7 +605,7 @@ class layout_enumeration {
       k.values += v * n;
       k.bytes_sent += per_call * n;
     };
-    std::map<unsigned, std::pair<double, std::size_t>> buckets;  // mask -> values, value bytes
+    std::map<std::pair<unsigned, std::size_t>, double> buckets;  // (mask, value bytes) -> values
     auto minus = [](const std::vector<int>& a, const std::vector<int>& b) {
       std::vector<int> out;
       for (const int d : a)
@@ -513,8 +645,7 @@ class layout_enumeration {
           const unsigned mask = mask_of(minus(all, r.out.dims));
           if (mask == 0) break;
           if (r.gradient) {
-            buckets[mask].first += local(r.out) * runs_of(r);
-            buckets[mask].second = r.value_bytes;
+            buckets[{mask, r.value_bytes}] += local(r.out) * runs_of(r);
           } else {
             collect(collective::allreduce, mask, local(r.out), runs_of(r), r.value_bytes);
           }
@@ -564,13 +695,13 @@ class layout_enumeration {
       const unsigned mask =
           mask_of(minus(std::vector<int>(data_dims_.begin(), data_dims_.end()), dims));
       if (mask == 0) continue;
-      buckets[mask].first += local(tensor_dims{dims});
-      buckets[mask].second = value_bytes;
+      buckets[{mask, value_bytes}] += local(tensor_dims{dims});
     }
-    for (const auto& [mask, b] : buckets) {  // calls of equal parts (the buckets' are near)
-      const double bytes = b.first * static_cast<double>(b.second);
+    for (const auto& [key, values] : buckets) {  // calls of equal parts (the buckets' are near)
+      const auto [mask, value_bytes] = key;
+      const double bytes = values * static_cast<double>(value_bytes);
       const double calls = std::max(1.0, std::ceil(bytes / std::max(bucket_bytes_, 1.0)));
-      collect(collective::allreduce, mask, b.first / calls, calls, b.second);
+      collect(collective::allreduce, mask, values / calls, calls, value_bytes);
     }
     c.fits = budget_ <= 0 || static_cast<double>(c.cost.bytes_made) <= budget_;
     return c;
@@ -621,6 +752,7 @@ class layout_enumeration {
   /// gemms(mesh, c): the gemm calls the candidate's products make on rank 0, summed per shape,
   /// in shape order (as plan::gemms gives a plan's)
   std::vector<gemm_count> gemms(const std::vector<mesh_axis>& mesh, const candidate& c) const {
+    check_layout("gemms", mesh, c.axis_of_dim);
     std::vector<double> sh(dims_.size());
     for (std::size_t d = 0; d < dims_.size(); ++d) sh[d] = share(sizes_[d], c.axis_of_dim[d], mesh);
     std::vector<gemm_count> out;
@@ -642,6 +774,7 @@ class layout_enumeration {
   /// of shapes timed.
   std::size_t time_gemm_shapes(const std::vector<mesh_axis>& mesh, std::vector<candidate>& ranked,
                                std::size_t top = 10, double min_seconds = 2e-3) {
+    check_mesh("time_gemm_shapes", mesh);
     std::size_t timed = 0;
     for (;;) {
       std::size_t now = 0;
@@ -721,6 +854,7 @@ class layout_enumeration {
   std::set<int> data_dims_;
   std::vector<std::pair<std::vector<int>, std::size_t>> other_gradients_;
   std::vector<std::vector<int>> tensors_;
+  std::vector<std::string> unpriced_;
   std::vector<std::pair<std::size_t, std::vector<gemm_count>>> pending_gemms_;
 };
 
@@ -751,7 +885,13 @@ inline std::string enumeration_report(layout_enumeration& e,
                 "every layout of the model's %zu dims, estimated (plan/enumerate.hpp): %zu "
                 "candidates in %.2f s\n",
                 e.dims().size(), count, seconds);
-  return line + tables;
+  std::string out = line;
+  if (!e.unpriced().empty()) {
+    out += "priced without communication (no rule for them):";
+    for (const auto& u : e.unpriced()) out += "\n  " + u;
+    out += "\n";
+  }
+  return out + tables;
 }
 
 }  // namespace meshpp
