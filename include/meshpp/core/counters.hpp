@@ -91,6 +91,7 @@ struct tensor_layout {
 struct gemm_shape {
   std::size_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy reads the synthesized "< 0" as a null pointer
   friend auto operator<=>(const gemm_shape&, const gemm_shape&) = default;
 };
 struct gemm_count {
