@@ -456,12 +456,10 @@ TEST_CASE(
   // with plain SGD the update rows make nothing, yet each names its variable (its layout,
   // recorded first): the gradients are still found and bucketed in one allreduce
   {
-    const mp::layout_enumeration plain(
-        mp::make_plan<mesh_t>({1, 1, 1}, [](const mesh_t& m) { mnist_step(m, 4 << 20, true); }),
-        machine);
-    for (const auto& o : mp::make_plan<mesh_t>({1, 1, 1}, [](const mesh_t& m) {
-                           mnist_step(m, 4 << 20, true);
-                         }).operations()) {
+    const auto sgd_reference =
+        mp::make_plan<mesh_t>({1, 1, 1}, [](const mesh_t& m) { mnist_step(m, 4 << 20, true); });
+    const mp::layout_enumeration plain(sgd_reference, machine);
+    for (const auto& o : sgd_reference.operations()) {
       if (o.name.starts_with("update ")) {
         CHECK(o.bytes_made == 0);
         CHECK(o.layouts.size() == 1);
