@@ -109,8 +109,8 @@ void estimate_against_plan(const mp::layout_enumeration& e,
 TEST_CASE("Transformer layout enumeration: the instantiated layouts estimated as their plans") {
   const auto reference = mp::make_plan<mesh_data>({1}, [](const mesh_data& m) { train_step(m); });
   const mp::layout_enumeration e(reference, mp::machine_model::defaults());
-  CHECK(e.dims().size() ==
-        9);  // batch, length, memory_length, d_model, heads, d_k, d_v, d_ff, vocab
+  // batch, length, memory_length, d_model, heads, d_k, d_v, d_ff, vocab
+  CHECK(e.dims().size() == 9);
   // The plan defers the partial sums flowing into one tensor and reduces them once: per layer,
   // the attention's input (q, k and v's) and the feed-forward's; the estimate reduces q's, k's,
   // v's and the feed-forward's one by one: 2 more reductions per layer of the local

@@ -107,6 +107,11 @@ inline void add_gemms(std::vector<gemm_count>& list, const gemm_shape& shape, st
   if (it == list.end()) it = list.insert(list.end(), {shape, 0});
   it->calls += calls;
 }
+// sort_by_shape(list): list in shape order (to compare lists made in different orders)
+inline void sort_by_shape(std::vector<gemm_count>& list) {
+  std::sort(list.begin(), list.end(),
+            [](const gemm_count& a, const gemm_count& b) { return a.shape < b.shape; });
+}
 
 /// @brief What one operation (in one phase) communicated and computed, over all its runs.
 struct operation_count {

@@ -45,6 +45,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -126,20 +127,13 @@ class layout_enumeration {
   candidate estimate(const std::vector<mesh_axis>& mesh,
                      const std::vector<int>& axis_of_dim) const {
     check_layout("estimate", mesh, axis_of_dim);
-    for (const auto& t : tensors_) {
-      for (std::size_t i = 0; i < t.size(); ++i) {
-        for (std::size_t j = i + 1; j < t.size(); ++j) {
-          const int a = axis_of_dim[static_cast<std::size_t>(t[i])];
-          if (a >= 0 && a == axis_of_dim[static_cast<std::size_t>(t[j])]) {
-            throw error("meshpp::layout_enumeration::estimate: dims " +
-                        dims_[static_cast<std::size_t>(t[i])] + " and " +
-                        dims_[static_cast<std::size_t>(t[j])] +
-                        " of one tensor (or einsum) are "
-                        "both split over mesh dim " +
-                        mesh[static_cast<std::size_t>(a)].name);
-          }
-        }
-      }
+    if (const auto [d, e] = conflict(axis_of_dim, dims_.size()); d >= 0) {
+      const auto& name = [&](int i) -> const std::string& {
+        return dims_[static_cast<std::size_t>(i)];
+      };
+      throw error("meshpp::layout_enumeration::estimate: dims " + name(d) + " and " + name(e) +
+                  " of one tensor (or einsum) are both split over mesh dim " +
+                  mesh[static_cast<std::size_t>(axis_of_dim[static_cast<std::size_t>(d)])].name);
     }
     return price(mesh, axis_of_dim);
   }
@@ -284,6 +278,8 @@ class layout_enumeration {
     };
     std::vector<gemm_role> gemms;
     std::vector<int> m_dims, n_dims, k_dims, batch_dims;
+    std::vector<int> all;     // an einsum's dims: A's, then B's not in A
+    std::vector<int> summed;  // the dims it sums over (reduce, take, einsum): their split reduces
   };
 
   static std::size_t splits(const candidate& c) {
@@ -351,10 +347,10 @@ class layout_enumeration {
     auto in = [](const tensor_dims& t, int d) {
       return std::find(t.dims.begin(), t.dims.end(), d) != t.dims.end();
     };
-    std::vector<int> all = r.in[0].dims;
+    r.all = r.in[0].dims;
     for (const int d : r.in[1].dims)
-      if (!in(r.in[0], d)) all.push_back(d);
-    for (const int d : all) {
+      if (!in(r.in[0], d)) r.all.push_back(d);
+    for (const int d : r.all) {
       const bool a = in(r.in[0], d), b = in(r.in[1], d), c = in(r.out, d);
       (a && b && c ? r.batch_dims
        : a && b    ? r.k_dims
@@ -363,7 +359,15 @@ class layout_enumeration {
                    : r.k_dims)
           .push_back(d);
     }
+    r.summed = r.k_dims;  // contracted, and summed out of one operand
     pending_gemms_.emplace_back(rows_.size(), gemms);
+  }
+  // minus(a, b): the dims of a not in b
+  static std::vector<int> minus(const std::vector<int>& a, const std::vector<int>& b) {
+    std::vector<int> out;
+    for (const int d : a)
+      if (std::find(b.begin(), b.end(), d) == b.end()) out.push_back(d);
+    return out;
   }
   std::size_t product(const std::vector<int>& ds) const {
     std::size_t p = 1;
@@ -396,8 +400,10 @@ class layout_enumeration {
         roles(r, o.gemms);
       } else if (starts("reduce ") && lists(2)) {
         r.k = kind::reduce;
+        r.summed = minus(r.in[0].dims, r.out.dims);
       } else if (starts("take ") && lists(3)) {
         r.k = kind::take;
+        r.summed = minus(r.in[0].dims, r.out.dims);
         for (const int d : r.in[1].dims) data_dims_.insert(d);
       } else if ((starts("softmax over ") || starts("logsumexp over ")) && lists(1)) {
         r.k = kind::softmax;
@@ -489,12 +495,13 @@ class layout_enumeration {
       for (const auto& p : parameter_dims)
         if (p == r.out.dims) r.gradient = true;
     }
+    const std::vector<int> data(data_dims_.begin(), data_dims_.end());
     for (const auto& r : rows_) {
-      if (r.k != kind::update || r.layouts.empty()) continue;
+      if (r.k != kind::update) continue;
       const auto& p = r.layouts.front().first.dims;
       const bool by_einsum = std::any_of(
           rows_.begin(), rows_.end(), [&](const row& e) { return e.gradient && e.out.dims == p; });
-      if (!by_einsum) other_gradients_.push_back({p, r.value_bytes});
+      if (!by_einsum) other_gradients_.push_back({p, minus(data, p), r.value_bytes});
     }
     for (std::size_t d = 0; d < dims_.size(); ++d) {
       if (sizes_[d] == 0) {
@@ -532,13 +539,7 @@ class layout_enumeration {
       for (const auto& t : r.in) add(t);
       add(r.out);
       for (const auto& l : r.layouts) add(l.first);
-      if (r.k == kind::einsum) {  // no two dims of the computation on one mesh dim (einsum.hpp)
-        tensor_dims all = r.in[0];
-        for (const int d : r.in[1].dims)
-          if (std::find(all.dims.begin(), all.dims.end(), d) == all.dims.end())
-            all.dims.push_back(d);
-        add(all);
-      }
+      if (r.k == kind::einsum) add(tensor_dims{r.all});  // the computation's dims (einsum.hpp)
     }
   }
 
@@ -606,12 +607,6 @@ class layout_enumeration {
       k.bytes_sent += per_call * n;
     };
     std::map<std::pair<unsigned, std::size_t>, double> buckets;  // (mask, value bytes) -> values
-    auto minus = [](const std::vector<int>& a, const std::vector<int>& b) {
-      std::vector<int> out;
-      for (const int d : a)
-        if (std::find(b.begin(), b.end(), d) == b.end()) out.push_back(d);
-      return out;
-    };
     const auto runs_of = [](const row& r) { return static_cast<double>(r.runs); };
     for (const auto& r : rows_) {
       // passes: the bytes made and streamed scale with the share of the tensors made
@@ -627,12 +622,7 @@ class layout_enumeration {
       double made = r.made * f, streamed = r.streamed * f;
       switch (r.k) {
         case kind::einsum: {
-          std::vector<int> all = r.in[0].dims;
-          for (const int d : r.in[1].dims)
-            if (std::find(all.begin(), all.end(), d) == all.end()) all.push_back(d);
-          double g = 1;
-          for (const int d : all) g *= sh[static_cast<std::size_t>(d)];
-          const double flops = static_cast<double>(r.flops) * g;
+          const double flops = static_cast<double>(r.flops) * fraction(tensor_dims{r.all});
           c.flops += static_cast<std::uint64_t>(std::llround(flops));
           if (r.gemms.empty()) {
             c.cost.compute += machine_.gemm_seconds(flops);
@@ -642,7 +632,7 @@ class layout_enumeration {
           }
           made = r.made * fraction(r.out);
           streamed = r.streamed * (fraction(r.in[0]) + fraction(r.in[1]) + fraction(r.out)) / 3;
-          const unsigned mask = mask_of(minus(all, r.out.dims));
+          const unsigned mask = mask_of(r.summed);
           if (mask == 0) break;
           if (r.gradient) {
             buckets[{mask, r.value_bytes}] += local(r.out) * runs_of(r);
@@ -653,12 +643,12 @@ class layout_enumeration {
         }
         case kind::reduce:
           streamed = r.streamed * fraction(r.in[0]);
-          collect(collective::allreduce, mask_of(minus(r.in[0].dims, r.out.dims)), local(r.out),
-                  runs_of(r), r.value_bytes);
+          collect(collective::allreduce, mask_of(r.summed), local(r.out), runs_of(r),
+                  r.value_bytes);
           break;
         case kind::take:
-          collect(collective::allreduce, mask_of(minus(r.in[0].dims, r.out.dims)), local(r.out),
-                  runs_of(r), r.value_bytes);
+          collect(collective::allreduce, mask_of(r.summed), local(r.out), runs_of(r),
+                  r.value_bytes);
           break;
         case kind::softmax: {
           const unsigned mask = mask_of({r.over});
@@ -691,11 +681,9 @@ class layout_enumeration {
       c.cost.passes += machine_.stream_seconds(made + streamed);
       c.cost.bytes_made += static_cast<std::uint64_t>(std::llround(made));
     }
-    for (const auto& [dims, value_bytes] : other_gradients_) {
-      const unsigned mask =
-          mask_of(minus(std::vector<int>(data_dims_.begin(), data_dims_.end()), dims));
-      if (mask == 0) continue;
-      buckets[{mask, value_bytes}] += local(tensor_dims{dims});
+    for (const auto& g : other_gradients_) {
+      const unsigned mask = mask_of(g.summed);
+      if (mask != 0) buckets[{mask, g.value_bytes}] += local(tensor_dims{g.dims});
     }
     for (const auto& [key, values] : buckets) {  // calls of equal parts (the buckets' are near)
       const auto [mask, value_bytes] = key;
@@ -761,8 +749,7 @@ class layout_enumeration {
       for (const auto& g : local_gemms(r, c.axis_of_dim, mesh, sh))
         add_gemms(out, g.shape, g.calls);
     }
-    std::sort(out.begin(), out.end(),
-              [](const gemm_count& a, const gemm_count& b) { return a.shape < b.shape; });
+    sort_by_shape(out);
     return out;
   }
 
@@ -778,14 +765,9 @@ class layout_enumeration {
     std::size_t timed = 0;
     for (;;) {
       std::size_t now = 0;
-      for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
-        for (const auto& g : gemms(mesh, ranked[i])) {
-          const auto& s = g.shape;
-          if (machine_.has_gemm_rate(s) || s.m == 0 || s.n == 0 || s.k == 0) continue;
-          detail::time_gemm(machine_, s, min_seconds);
-          ++now;
-        }
-      }
+      for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i)
+        for (const auto& g : gemms(mesh, ranked[i]))
+          now += detail::time_gemm(machine_, g.shape, min_seconds) ? 1 : 0;
       if (now == 0) return timed;
       timed += now;
       for (auto& c : ranked) c = price(mesh, c.axis_of_dim);
@@ -802,18 +784,26 @@ class layout_enumeration {
     });
   }
 
-  bool legal(const std::vector<int>& axis, std::size_t upto) const {
+  // conflict(axis, upto): two dims (up to dim `upto`) of one tensor or einsum on one mesh dim,
+  // or {-1, -1} if there are none
+  std::pair<int, int> conflict(const std::vector<int>& axis, std::size_t upto) const {
     for (const auto& t : tensors_) {
+      std::array<int, 8> first{};  // the dim of t on each mesh dim (check_mesh: at most 8)
       unsigned used = 0;
       for (const int d : t) {
         if (static_cast<std::size_t>(d) > upto) continue;
         const int a = axis[static_cast<std::size_t>(d)];
         if (a < 0) continue;
-        if (used & (1u << a)) return false;
+        const auto at = static_cast<std::size_t>(a);
+        if (used & (1u << a)) return {first.at(at), d};
         used |= 1u << a;
+        first.at(at) = d;
       }
     }
-    return true;
+    return {-1, -1};
+  }
+  bool legal(const std::vector<int>& axis, std::size_t upto) const {
+    return conflict(axis, upto).first < 0;
   }
 
   // canonical(mesh, axis): of the layouts that differ only by swapping mesh dims of one size,
@@ -852,7 +842,11 @@ class layout_enumeration {
   std::vector<std::size_t> sizes_;
   std::vector<row> rows_;
   std::set<int> data_dims_;
-  std::vector<std::pair<std::vector<int>, std::size_t>> other_gradients_;
+  struct other_gradient {  // a parameter's gradient no einsum makes: summed over data dims
+    std::vector<int> dims, summed;
+    std::size_t value_bytes;
+  };
+  std::vector<other_gradient> other_gradients_;
   std::vector<std::vector<int>> tensors_;
   std::vector<std::string> unpriced_;
   std::vector<std::pair<std::size_t, std::vector<gemm_count>>> pending_gemms_;

@@ -83,8 +83,7 @@ class plan {
     std::vector<gemm_count> out;
     for (const auto& o : operations())
       for (const auto& g : o.gemms) add_gemms(out, g.shape, g.calls);
-    std::sort(out.begin(), out.end(),
-              [](const gemm_count& a, const gemm_count& b) { return a.shape < b.shape; });
+    sort_by_shape(out);
     return out;
   }
 

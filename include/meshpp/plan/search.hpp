@@ -76,8 +76,10 @@ inline step_cost predict(const operation_count& o, const plan& p, const machine_
 
 namespace detail {
 // time_gemm(machine, s, min_seconds): measures the rate of gemms of shape s on this process and
-// records it in machine (time_gemms says how)
-inline void time_gemm(machine_model& machine, const gemm_shape& s, double min_seconds) {
+// records it in machine (time_gemms says how); false, timing nothing, if machine has a rate for
+// s or s is empty
+inline bool time_gemm(machine_model& machine, const gemm_shape& s, double min_seconds) {
+  if (machine.has_gemm_rate(s) || s.m == 0 || s.n == 0 || s.k == 0) return false;
   using clock = std::chrono::steady_clock;
   std::vector<float> a(s.m * s.k, 0.5f), b(s.k * s.n, 0.25f), c(s.m * s.n, 0.0f);
   const std::size_t lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
@@ -102,6 +104,7 @@ inline void time_gemm(machine_model& machine, const gemm_shape& s, double min_se
   }
   std::nth_element(rates.begin(), rates.begin() + 2, rates.end());
   machine.set_gemm_rate(s, rates[2]);
+  return true;
 }
 }  // namespace detail
 
@@ -115,12 +118,7 @@ inline void time_gemm(machine_model& machine, const gemm_shape& s, double min_se
 inline std::size_t time_gemms(machine_model& machine, const plan& p, double min_seconds = 2e-3) {
   std::size_t timed = 0;
   for (const auto& o : p.operations()) {
-    for (const auto& g : o.gemms) {
-      const gemm_shape& s = g.shape;
-      if (machine.has_gemm_rate(s) || s.m == 0 || s.n == 0 || s.k == 0) continue;
-      detail::time_gemm(machine, s, min_seconds);
-      ++timed;
-    }
+    for (const auto& g : o.gemms) timed += detail::time_gemm(machine, g.shape, min_seconds) ? 1 : 0;
   }
   return timed;
 }
