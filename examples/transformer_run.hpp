@@ -215,21 +215,26 @@ struct trainer {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (o.profile && trained > 1) print_profile(measured, trained - 1);
     for (auto& b : model.blocks) b.set_inference(true);
-    const double bpc = o.eval_windows ? validation_bpc() : std::nan("");
+    // --eval-windows 0: no validation, said so (JSON null), rather than a NaN printed as a figure
+    const double bpc = o.eval_windows ? validation_bpc() : 0.0;
+    char bpc_json[32] = "null", bpc_text[64] = "no validation (--eval-windows 0)";
+    if (o.eval_windows) {
+      std::snprintf(bpc_json, sizeof bpc_json, "%.4f", bpc);
+      std::snprintf(bpc_text, sizeof bpc_text, "validation %.4f bits/char", bpc);
+    }
     const std::string text_out = o.sample_length ? sample() : std::string();
     if (talk && o.json) {
       std::printf(
-          "{\"val_bpc\": %.4f, \"seconds\": %.3f, \"layout\": \"%s\", \"ranks\": %d, \"mesh\": "
+          "{\"val_bpc\": %s, \"seconds\": %.3f, \"layout\": \"%s\", \"ranks\": %d, \"mesh\": "
           "%s, \"steps\": %zu, \"batch\": %zu, \"seq\": %zu, \"tokens_per_second\": %.1f, "
           "\"sample\": %s}\n",
-          bpc, seconds, o.layout.c_str(), mesh.world().size(), json_string(mesh.describe()).c_str(),
-          first - 1 + trained, o.batch, o.seq,
+          bpc_json, seconds, o.layout.c_str(), mesh.world().size(),
+          json_string(mesh.describe()).c_str(), first - 1 + trained, o.batch, o.seq,
           static_cast<double>(trained * o.batch * o.seq) / seconds,
           json_string(o.prompt + text_out).c_str());
     } else if (talk) {
-      std::printf(
-          "validation %.4f bits/char after %zu steps (%.1f s training, %s layout, %d ranks)\n", bpc,
-          first - 1 + trained, seconds, o.layout.c_str(), mesh.world().size());
+      std::printf("%s after %zu steps (%.1f s training, %s layout, %d ranks)\n", bpc_text,
+                  first - 1 + trained, seconds, o.layout.c_str(), mesh.world().size());
       std::printf("sample: %s%s\n", o.prompt.c_str(), text_out.c_str());
     }
     std::fflush(stdout);
