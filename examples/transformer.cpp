@@ -237,7 +237,6 @@ mp::layout_search search_layouts(int ranks, const options& o, std::size_t vocab)
     std::printf("layout search for %d ranks, priced on %s\n", ranks, machine.source.c_str());
   }
   mp::layout_search search(std::move(machine), memory_budget_mib * (1 << 20));
-  search.time_gemm_shapes(true);  // each product priced at the rate of its own shape
   search.add<mesh_data>("data", {ranks}, [&](const mesh_data& m) { planned_step(m, o, vocab); });
   search.add<mesh_model>("model", {ranks}, [&](const mesh_model& m) { planned_step(m, o, vocab); });
   for (int r = 1; r <= ranks; ++r) {
@@ -245,6 +244,8 @@ mp::layout_search search_layouts(int ranks, const options& o, std::size_t vocab)
     search.add<mesh_data_model>("data+model", {r, ranks / r},
                                 [&](const mesh_data_model& m) { planned_step(m, o, vocab); });
   }
+  // each product priced at the rate of its own shape, all the candidates' shapes timed together
+  search.time_gemm_shapes();
   if (talk) {
     std::printf("%s", search.table().c_str());
     try_enumerate_layouts(ranks, o, vocab);  // rank 0 alone: it only prints, and takes seconds

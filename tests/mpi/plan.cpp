@@ -310,6 +310,34 @@ TEST_CASE("layout search: each candidate priced term by term, ranked, and held t
   CHECK_THROWS_WITH_AS(none.best(), doctest::Contains("no candidate fits in"), mp::error);
   CHECK_THROWS_WITH_AS(mp::layout_search(machine).best(),
                        doctest::Contains("no candidate was added"), mp::error);
+
+  // time_gemm_shapes(): every nonempty shape of every candidate timed once, all together, and
+  // every candidate priced again at those rates (passes and communication unchanged)
+  const std::size_t shapes = [&] {
+    std::vector<mp::gemm_shape> all;
+    for (const auto& c : search.candidates())
+      for (const auto& g : c.steps.gemms())
+        if (g.shape.m > 0 && g.shape.n > 0 && g.shape.k > 0) all.push_back(g.shape);
+    std::sort(all.begin(), all.end());
+    return static_cast<std::size_t>(std::unique(all.begin(), all.end()) - all.begin());
+  }();
+  const auto before = search.candidates();
+  CHECK(shapes > 3);
+  CHECK(search.time_gemm_shapes(1e-5) == shapes);
+  CHECK(search.time_gemm_shapes(1e-5) == 0);  // all known now
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    const auto& c = search.candidates()[i];
+    INFO(c.name);
+    double compute = 0;
+    for (const auto& g : c.steps.gemms()) {
+      CHECK(search.machine().has_gemm_rate(g.shape) == (g.shape.m * g.shape.n * g.shape.k > 0));
+      compute += search.machine().gemm_seconds(g.shape, static_cast<double>(g.calls));
+    }
+    CHECK(c.cost.compute == doctest::Approx(compute).epsilon(1e-12));
+    CHECK(c.cost.compute != before[i].cost.compute);  // the timed rates are not the 1e10 set
+    CHECK(c.cost.passes == before[i].cost.passes);
+    CHECK(c.cost.communication == before[i].cost.communication);
+  }
 }
 
 TEST_CASE(

@@ -61,7 +61,7 @@
 #include "meshpp/core/error.hpp"
 #include "meshpp/plan/machine.hpp"
 #include "meshpp/plan/plan.hpp"
-#include "meshpp/plan/search.hpp"  // step_cost, detail::time_gemm
+#include "meshpp/plan/search.hpp"  // step_cost, detail::time_gemm_list
 
 namespace meshpp {
 
@@ -764,10 +764,10 @@ class layout_enumeration {
     check_mesh("time_gemm_shapes", mesh);
     std::size_t timed = 0;
     for (;;) {
-      std::size_t now = 0;
+      std::vector<gemm_shape> shapes;
       for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i)
-        for (const auto& g : gemms(mesh, ranked[i]))
-          now += detail::time_gemm(machine_, g.shape, min_seconds) ? 1 : 0;
+        for (const auto& g : gemms(mesh, ranked[i])) shapes.push_back(g.shape);
+      const std::size_t now = detail::time_gemm_list(machine_, std::move(shapes), min_seconds);
       if (now == 0) return timed;
       timed += now;
       for (auto& c : ranked) c = price(mesh, c.axis_of_dim);

@@ -12,7 +12,7 @@
 // a type, so the search chooses among those compiled in, planning each on a planned mesh of the
 // given shape (no communication, no arithmetic). The price of a step is the sum of
 //   compute        einsum flops / the machine's sgemm rate, each gemm shape at its own rate
-//                  where time_gemms measured one (layout_search::time_gemm_shapes);
+//                  where time_gemms measured one (layout_search::time_gemm_shapes());
 //   passes         the bytes every operation writes to the tensors it makes and reads (or
 //                  writes to scratch) in memory-bound passes (operation_count::bytes_streamed:
 //                  the operands of expressions, reductions, softmax and copies, einsum's
@@ -75,36 +75,62 @@ inline step_cost predict(const operation_count& o, const plan& p, const machine_
 }
 
 namespace detail {
-// time_gemm(machine, s, min_seconds): measures the rate of gemms of shape s on this process and
-// records it in machine (time_gemms says how); false, timing nothing, if machine has a rate for
-// s or s is empty
-inline bool time_gemm(machine_model& machine, const gemm_shape& s, double min_seconds) {
-  if (machine.has_gemm_rate(s) || s.m == 0 || s.n == 0 || s.k == 0) return false;
+// time_gemm_list(machine, shapes, min_seconds): measures the rate of gemms of each shape on this
+// process that machine has no rate for (skipping empty ones and repeats) and records it
+// (time_gemms says how); returns the number of shapes timed. The shapes are timed interleaved:
+// each of 5 rounds times every shape once, and each shape's rate is the median of its 5, so a
+// load that changes while they are timed (other processes of the search, or ranks
+// oversubscribing the cores, each at a different point of its own list) weighs on every shape
+// alike rather than on those timed at a bad moment; ranking candidates needs exactly that.
+inline std::size_t time_gemm_list(machine_model& machine, std::vector<gemm_shape> shapes,
+                                  double min_seconds) {
+  std::erase_if(shapes, [&](const gemm_shape& s) {
+    return machine.has_gemm_rate(s) || s.m == 0 || s.n == 0 || s.k == 0;
+  });
+  std::sort(shapes.begin(), shapes.end());
+  shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
   using clock = std::chrono::steady_clock;
-  std::vector<float> a(s.m * s.k, 0.5f), b(s.k * s.n, 0.25f), c(s.m * s.n, 0.0f);
-  const std::size_t lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
-  auto once = [&] {
-    detail::gemm<float>(s.trans_a, s.trans_b, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, c.data(),
-                        s.n);
+  struct timing {
+    gemm_shape s;
+    std::vector<float> a, b, c;
+    std::size_t reps = 1;
+    std::vector<double> rates;
+    void once() {
+      const std::size_t lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
+      detail::gemm<float>(s.trans_a, s.trans_b, s.m, s.n, s.k, a.data(), lda, b.data(), ldb,
+                          c.data(), s.n);
+    }
+    double seconds(std::size_t calls) {
+      const auto start = clock::now();
+      for (std::size_t i = 0; i < calls; ++i) once();
+      return std::chrono::duration<double>(clock::now() - start).count();
+    }
   };
-  once();  // first touch, code and caches
-  auto start = clock::now();
-  once();
-  const double one = std::chrono::duration<double>(clock::now() - start).count();
-  const auto reps =
-      static_cast<std::size_t>(std::max(1.0, std::ceil(min_seconds / std::max(one, 1e-9))));
-  const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
-                       static_cast<double>(s.k) * static_cast<double>(reps);
-  std::vector<double> rates;
-  for (int r = 0; r < 5; ++r) {
-    start = clock::now();
-    for (std::size_t i = 0; i < reps; ++i) once();
-    const double t = std::chrono::duration<double>(clock::now() - start).count();
-    rates.push_back(flops / std::max(t, 1e-12));
+  std::vector<timing> t;
+  t.reserve(shapes.size());
+  for (const auto& s : shapes) {
+    auto& x = t.emplace_back(timing{s,
+                                    std::vector<float>(s.m * s.k, 0.5f),
+                                    std::vector<float>(s.k * s.n, 0.25f),
+                                    std::vector<float>(s.m * s.n, 0.0f),
+                                    1,
+                                    {}});
+    x.once();  // first touch, code and caches
+    x.reps = static_cast<std::size_t>(
+        std::max(1.0, std::ceil(min_seconds / std::max(x.seconds(1), 1e-9))));
   }
-  std::nth_element(rates.begin(), rates.begin() + 2, rates.end());
-  machine.set_gemm_rate(s, rates[2]);
-  return true;
+  for (int round = 0; round < 5; ++round) {
+    for (auto& x : t) {
+      const double flops = 2.0 * static_cast<double>(x.s.m) * static_cast<double>(x.s.n) *
+                           static_cast<double>(x.s.k) * static_cast<double>(x.reps);
+      x.rates.push_back(flops / std::max(x.seconds(x.reps), 1e-12));
+    }
+  }
+  for (auto& x : t) {
+    std::nth_element(x.rates.begin(), x.rates.begin() + 2, x.rates.end());
+    machine.set_gemm_rate(x.s, x.rates[2]);
+  }
+  return t.size();
 }
 }  // namespace detail
 
@@ -113,14 +139,13 @@ inline bool time_gemm(machine_model& machine, const gemm_shape& s, double min_se
 /// (machine_model::set_gemm_rate), so p is priced at the rate of the products it makes: a thin
 /// or small gemm runs far below the rate of the large squares that calibrate measures. Each
 /// shape: cblas_sgemm (the call einsum makes) on float buffers, warmed up, then the median of
-/// 5 timings of enough calls to last min_seconds. Returns the number of shapes timed. No
-/// communication: where every rank searches at once, each times its own under the same load.
+/// 5 timings of enough calls to last min_seconds, the shapes taken in turn in each of the 5
+/// rounds (detail::time_gemm_list). Returns the number of shapes timed. No communication:
+/// where every rank searches at once, each times its own under the same load.
 inline std::size_t time_gemms(machine_model& machine, const plan& p, double min_seconds = 2e-3) {
-  std::size_t timed = 0;
-  for (const auto& o : p.operations()) {
-    for (const auto& g : o.gemms) timed += detail::time_gemm(machine, g.shape, min_seconds) ? 1 : 0;
-  }
-  return timed;
+  std::vector<gemm_shape> shapes;
+  for (const auto& g : p.gemms()) shapes.push_back(g.shape);
+  return detail::time_gemm_list(machine, std::move(shapes), min_seconds);
 }
 
 /// predict(p, machine): the price of the planned step p on the machine model (see the top):
@@ -261,16 +286,23 @@ class layout_search {
                                          const typename Mesh::coordinates_type& sizes,
                                          Step&& step) {
     auto p = make_plan<Mesh>(sizes, std::forward<Step>(step));
-    if (time_gemm_shapes_) time_gemms(machine_, p);
-    const auto cost = predict(p, machine_);
-    const bool fits = budget_ <= 0 || static_cast<double>(cost.bytes_made) <= budget_;
-    candidates_.push_back({std::move(name), layout_code<Mesh>(), std::move(p), cost, fits});
+    candidates_.push_back({std::move(name), layout_code<Mesh>(), std::move(p), {}, true});
+    price(candidates_.back());
     return candidates_.back();
   }
 
-  // time_gemm_shapes(on): from now on, time the gemm shapes of each candidate added that the
-  // machine has no rate for (time_gemms), so its products are priced at their own rates
-  void time_gemm_shapes(bool on) { time_gemm_shapes_ = on; }
+  /// time_gemm_shapes(min_seconds): measures the rate of every gemm shape of every candidate
+  /// added so far that the machine has no rate for (time_gemms), all in one interleaved timing,
+  /// so the candidates' products are priced at their own rates under the same load; prices every
+  /// candidate again. Call it after the last add(). Returns the number of shapes timed.
+  std::size_t time_gemm_shapes(double min_seconds = 2e-3) {
+    std::vector<gemm_shape> shapes;
+    for (const auto& c : candidates_)
+      for (const auto& g : c.steps.gemms()) shapes.push_back(g.shape);
+    const std::size_t timed = detail::time_gemm_list(machine_, std::move(shapes), min_seconds);
+    for (auto& c : candidates_) price(c);
+    return timed;
+  }
 
   // ranked(): the candidates, those that fit first, each group fastest first
   std::vector<candidate> ranked() const {
@@ -323,6 +355,11 @@ class layout_search {
     std::snprintf(b, sizeof b, "%.1f", bytes / (1 << 20));
     return b;
   }
+  // price(c): c's cost on the machine model now, and whether it fits in the budget
+  void price(candidate& c) const {
+    c.cost = predict(c.steps, machine_);
+    c.fits = budget_ <= 0 || static_cast<double>(c.cost.bytes_made) <= budget_;
+  }
   const candidate& smallest() const {
     return *std::min_element(
         candidates_.begin(), candidates_.end(),
@@ -331,7 +368,6 @@ class layout_search {
 
   machine_model machine_;
   double budget_;
-  bool time_gemm_shapes_ = false;
   std::vector<candidate> candidates_;
 };
 
