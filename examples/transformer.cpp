@@ -54,10 +54,11 @@
 // initial weights are the same under every layout and rank count.
 //
 // Output (rank 0): a progress line every --log-every steps (step, loss, bits per character,
-// tokens/s); at the end the validation bits per character and a sample of --sample-length
-// characters after --prompt. With --json, one JSON object per progress line {"step", "loss",
-// "tokens_per_second"} and a final one {"val_bpc", "seconds", "layout", "ranks", "mesh",
-// "steps", "batch", "seq", "tokens_per_second", "sample"}.
+// tokens/s); at the end the validation bits per character (or "no validation" and why) and a
+// sample of --sample-length characters after --prompt. With --json, one JSON object per
+// progress line {"step", "loss", "tokens_per_second"} and a final one {"val_bpc" (null
+// without validation), "seconds", "layout", "ranks", "mesh", "steps", "batch", "seq",
+// "tokens_per_second", "sample"}.
 //
 // The model and the training loop are in transformer.hpp and transformer_run.hpp; this file
 // reads the options and picks the layout.

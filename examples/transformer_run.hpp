@@ -8,6 +8,9 @@
 
 #include <meshpp/plan/search.hpp>
 
+#include <cmath>
+#include <optional>
+
 #ifdef MESHPP_EXAMPLE_CHECKPOINTS
 #include <meshpp/io/checkpoint.hpp>  // parallel HDF5 (CMake target meshpp::hdf5)
 #endif
@@ -80,12 +83,13 @@ struct trainer {
 
   std::unique_ptr<mp::optimizer> make_optimizer() const { return optimizer_for(o, model); }
 
-  // validation bits per character over up to o.eval_windows windows of the held-out text
-  double validation_bpc() const {
+  // validation bits per character over up to o.eval_windows windows of the held-out text;
+  // none if that makes fewer than one batch (--batch windows)
+  std::optional<double> validation_bpc() const {
     const std::size_t window = o.seq + 1;
     const auto all = mp::evaluation_starts(text.validation_ids.size(), window, o.eval_windows);
     const std::size_t batches = all.size() / o.batch;
-    if (batches == 0) return std::numeric_limits<double>::quiet_NaN();
+    if (batches == 0) return std::nullopt;
     mp::no_grad scope;
     double total = 0;
     for (std::size_t b = 0; b < batches; ++b) {
@@ -215,12 +219,17 @@ struct trainer {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (o.profile && trained > 1) print_profile(measured, trained - 1);
     for (auto& b : model.blocks) b.set_inference(true);
-    // --eval-windows 0: no validation, said so (JSON null), rather than a NaN printed as a figure
-    const double bpc = o.eval_windows ? validation_bpc() : 0.0;
-    char bpc_json[32] = "null", bpc_text[64] = "no validation (--eval-windows 0)";
-    if (o.eval_windows) {
-      std::snprintf(bpc_json, sizeof bpc_json, "%.4f", bpc);
-      std::snprintf(bpc_text, sizeof bpc_text, "validation %.4f bits/char", bpc);
+    // No validation (--eval-windows 0, or fewer windows than one batch) is said so, null in
+    // JSON; a loss that is not finite (a diverged run) is printed as it is, null in JSON (which
+    // has no NaN)
+    const std::optional<double> bpc = o.eval_windows ? validation_bpc() : std::nullopt;
+    char bpc_json[32] = "null", bpc_text[96];
+    std::snprintf(
+        bpc_text, sizeof bpc_text, "no validation (%s)",
+        o.eval_windows ? "fewer than --batch windows of held-out text" : "--eval-windows 0");
+    if (bpc) {
+      if (std::isfinite(*bpc)) std::snprintf(bpc_json, sizeof bpc_json, "%.4f", *bpc);
+      std::snprintf(bpc_text, sizeof bpc_text, "validation %.4f bits/char", *bpc);
     }
     const std::string text_out = o.sample_length ? sample() : std::string();
     if (talk && o.json) {

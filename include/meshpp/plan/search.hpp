@@ -5,6 +5,7 @@
 //   mp::layout_search search(machine, /*memory budget per rank, bytes; 0: none*/ 0);
 //   search.add<mesh_data>("data", {4}, step);              // step: void(const Mesh&)
 //   search.add<mesh_data_model>("data+model", {2, 2}, step);
+//   search.time_gemm_shapes();                            // optional: each gemm shape timed
 //   std::cout << search.table();                          // ranked, with the numbers
 //   search.best().name                                    // the winner
 //
@@ -90,40 +91,45 @@ inline std::size_t time_gemm_list(machine_model& machine, std::vector<gemm_shape
   std::sort(shapes.begin(), shapes.end());
   shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
   using clock = std::chrono::steady_clock;
-  struct timing {
-    gemm_shape s;
-    std::vector<float> a, b, c;
-    std::size_t reps = 1;
-    std::vector<double> rates;
-    void once() {
-      const std::size_t lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
+  // one set of operands, as large as the largest shape needs, serves every shape (the values
+  // are constants): the memory of one product at a time, as when the shapes were timed apart
+  std::size_t a_size = 0, b_size = 0, c_size = 0;
+  for (const auto& s : shapes) {
+    a_size = std::max(a_size, s.m * s.k);
+    b_size = std::max(b_size, s.k * s.n);
+    c_size = std::max(c_size, s.m * s.n);
+  }
+  std::vector<float> a(a_size, 0.5f), b(b_size, 0.25f), c(c_size, 0.0f);
+  auto seconds = [&](const gemm_shape& s, std::size_t calls) {
+    const std::size_t lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
+    const auto start = clock::now();
+    for (std::size_t i = 0; i < calls; ++i) {
       detail::gemm<float>(s.trans_a, s.trans_b, s.m, s.n, s.k, a.data(), lda, b.data(), ldb,
                           c.data(), s.n);
     }
-    double seconds(std::size_t calls) {
-      const auto start = clock::now();
-      for (std::size_t i = 0; i < calls; ++i) once();
-      return std::chrono::duration<double>(clock::now() - start).count();
-    }
+    return std::chrono::duration<double>(clock::now() - start).count();
+  };
+  struct timing {
+    gemm_shape s;
+    std::size_t reps;
+    std::vector<double> rates;
   };
   std::vector<timing> t;
   t.reserve(shapes.size());
   for (const auto& s : shapes) {
-    auto& x = t.emplace_back(timing{s,
-                                    std::vector<float>(s.m * s.k, 0.5f),
-                                    std::vector<float>(s.k * s.n, 0.25f),
-                                    std::vector<float>(s.m * s.n, 0.0f),
-                                    1,
-                                    {}});
-    x.once();  // first touch, code and caches
-    x.reps = static_cast<std::size_t>(
-        std::max(1.0, std::ceil(min_seconds / std::max(x.seconds(1), 1e-9))));
+    seconds(s, 1);  // first touch, code and caches
+    const double one = seconds(s, 1);
+    t.push_back(
+        {s,
+         static_cast<std::size_t>(std::max(1.0, std::ceil(min_seconds / std::max(one, 1e-9)))),
+         {}});
   }
   for (int round = 0; round < 5; ++round) {
     for (auto& x : t) {
+      seconds(x.s, 1);  // the operands back in cache, as the first timing had them
       const double flops = 2.0 * static_cast<double>(x.s.m) * static_cast<double>(x.s.n) *
                            static_cast<double>(x.s.k) * static_cast<double>(x.reps);
-      x.rates.push_back(flops / std::max(x.seconds(x.reps), 1e-12));
+      x.rates.push_back(flops / std::max(seconds(x.s, x.reps), 1e-12));
     }
   }
   for (auto& x : t) {
@@ -280,7 +286,9 @@ class layout_search {
         budget_(memory_budget > 0 ? memory_budget : machine_.memory_bytes_per_rank) {}
 
   /// add<Mesh>(name, sizes, step): plans step(mesh) on a planned mesh of these sizes (rank 0)
-  /// and prices it. Throws what make_plan throws (a step that cannot be planned).
+  /// and prices it on the machine's rates now (the copy returned keeps that price; a later
+  /// time_gemm_shapes() prices the search's own candidates again). Throws what make_plan
+  /// throws (a step that cannot be planned).
   template <class Mesh, class Step>
   requires is_mesh_v<Mesh> candidate add(std::string name,
                                          const typename Mesh::coordinates_type& sizes,
@@ -303,6 +311,9 @@ class layout_search {
     for (auto& c : candidates_) price(c);
     return timed;
   }
+  // (the switch time_gemm_shapes(true) of before, which timed the candidates added after it
+  // one by one, is gone: a bool would otherwise convert to min_seconds)
+  void time_gemm_shapes(bool) = delete;
 
   // ranked(): the candidates, those that fit first, each group fastest first
   std::vector<candidate> ranked() const {
