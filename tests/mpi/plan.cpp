@@ -311,6 +311,22 @@ TEST_CASE("layout search: each candidate priced term by term, ranked, and held t
   CHECK_THROWS_WITH_AS(mp::layout_search(machine).best(),
                        doctest::Contains("no candidate was added"), mp::error);
 
+  // a group size the machine has no figures for is priced by extrapolation, and the table says
+  // so before the winner; here every group size has its line
+  CHECK(search.extrapolated().empty());
+  mp::machine_model only_pairs;
+  only_pairs.source = "test figures, pairs only";
+  only_pairs.gemm_flops_per_second = 1e10;
+  only_pairs.stream_bytes_per_second = 4e9;
+  only_pairs.set(mp::collective::allreduce, 2, mp::alpha_beta{alpha, beta});
+  mp::layout_search pairs(only_pairs);
+  pairs.add<mesh_t>("data", {4, 1, 1}, step);
+  pairs.add<mesh_t>("data+model", {2, 2, 1}, step);
+  CHECK(pairs.extrapolated() ==
+        "note: allreduce over 4 ranks is priced from the figures of other group sizes; for this "
+        "search, calibrate at 4 ranks (mpiexec -n 4 examples/calibrate)\n");
+  CHECK(pairs.table().find(pairs.extrapolated() + "winner: ") != std::string::npos);
+
   // time_gemm_shapes(): every nonempty shape of every candidate timed once, all together, and
   // every candidate priced again at those rates (passes and communication unchanged)
   const std::size_t shapes = [&] {

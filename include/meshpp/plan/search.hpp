@@ -353,7 +353,40 @@ class layout_search {
                     static_cast<double>(c.cost.bytes_made) / (1 << 20), c.fits ? "yes" : "no");
       out += line;
     }
+    out += extrapolated();
     if (!r.empty() && r.front().fits) out += "winner: " + r.front().code + "\n";
+    return out;
+  }
+
+  /// extrapolated(): a note for each collective and group size the candidates communicate in
+  /// that the machine model has no figures for (priced from the nearest group size it has:
+  /// machine_model::seconds), or "" if there are none. A model calibrated at 2 ranks prices a
+  /// 4-rank search that way; 4 ranks sharing 2 cores cost far more per call than that says
+  /// (README "At 4 ranks, measured"), so the note says to calibrate at the rank count that runs.
+  std::string extrapolated() const {
+    std::vector<std::pair<collective, int>> missing;
+    for (const auto& c : candidates_) {
+      for (const auto& o : c.steps.operations()) {
+        for (const auto& e : o.collectives) {
+          const int p = c.steps.group_size(e.mask);
+          const auto sizes = machine_.group_sizes(e.kind);
+          if (p < 2 || e.count.calls == 0 ||
+              std::find(sizes.begin(), sizes.end(), p) != sizes.end())
+            continue;
+          if (std::find(missing.begin(), missing.end(), std::pair{e.kind, p}) == missing.end())
+            missing.emplace_back(e.kind, p);
+        }
+      }
+    }
+    std::sort(missing.begin(), missing.end());
+    std::string out;
+    for (const auto& [kind, p] : missing) {
+      out += "note: " + std::string(collective_name(kind)) + " over " + std::to_string(p) +
+             " ranks is priced from the figures of other group sizes; for this search, calibrate "
+             "at " +
+             std::to_string(p) + " ranks (mpiexec -n " + std::to_string(p) +
+             " examples/calibrate)\n";
+    }
     return out;
   }
 
