@@ -144,6 +144,9 @@ class machine_model {
       if (key.first == c) sizes.push_back(key.second);
     return sizes;
   }
+  // has_figures(c, p): whether c was measured (or set) for groups of exactly p ranks, rather
+  // than priced from other group sizes by seconds()
+  bool has_figures(collective c, int p) const { return costs_.count({c, p}) != 0; }
 
   // seconds(c, p, bytes_sent): the time of one call of c in a group of p ranks sending
   // bytes_sent bytes (the counters' figure: for broadcast the root's, for gather a

@@ -30,6 +30,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -364,21 +365,16 @@ class layout_search {
   /// 4-rank search that way; 4 ranks sharing 2 cores cost far more per call than that says
   /// (README "At 4 ranks, measured"), so the note says to calibrate at the rank count that runs.
   std::string extrapolated() const {
-    std::vector<std::pair<collective, int>> missing;
+    std::set<std::pair<collective, int>> missing;  // in order, each once
     for (const auto& c : candidates_) {
       for (const auto& o : c.steps.operations()) {
         for (const auto& e : o.collectives) {
           const int p = c.steps.group_size(e.mask);
-          const auto sizes = machine_.group_sizes(e.kind);
-          if (p < 2 || e.count.calls == 0 ||
-              std::find(sizes.begin(), sizes.end(), p) != sizes.end())
-            continue;
-          if (std::find(missing.begin(), missing.end(), std::pair{e.kind, p}) == missing.end())
-            missing.emplace_back(e.kind, p);
+          if (p >= 2 && e.count.calls != 0 && !machine_.has_figures(e.kind, p))
+            missing.emplace(e.kind, p);
         }
       }
     }
-    std::sort(missing.begin(), missing.end());
     std::string out;
     for (const auto& [kind, p] : missing) {
       out += "note: " + std::string(collective_name(kind)) + " over " + std::to_string(p) +
