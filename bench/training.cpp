@@ -1,10 +1,18 @@
 // training: one training step (SGD or Adam) of the Mesh-TensorFlow README's MNIST network
-// (examples/mnist.cpp), data-parallel over every rank, against the same step written by hand
-// with raw cblas_sgemm, one raw MPI_Allreduce of the gradients (the loss's scalar sum too, as
-// meshpp's reduce_mean does) and the optimizer as a plain loop, in the same run.
+// (examples/mnist.cpp) over every rank, under the data layout (batch:all) or the model layout
+// (hidden:all), against the same step written by hand with raw cblas_sgemm, raw MPI_Allreduce
+// and the optimizer as a plain loop, in the same run.
 //
-//   images[batch, rows, cols] w1[rows, cols, hidden] w2[hidden, classes], batch split over all
+//   images[batch, rows, cols] w1[rows, cols, hidden] w2[hidden, classes]
 //   meshpp: relu(einsum) -> einsum -> softmax_cross_entropy -> reduce_mean -> backward -> step
+//   data (batch:all): each rank its rows of the batch; by hand one MPI_Allreduce of both weight
+//     gradients packed together and one of the loss's scalar sum (as meshpp's reduce_mean does)
+//   model (hidden:all): each rank its columns of w1 and rows of w2, the whole batch; by hand
+//     one MPI_Allreduce of the logits (their sum over hidden), nothing else: the weights and
+//     their gradients are split, so no gradient is summed and each rank updates its share
+//
+// Before timing, both take one step from the same weights and the largest difference of the
+// updated weights is printed (max_abs_diff): the two do the same arithmetic.
 //
 // Prints the usual bench line plus examples per second of both, the share of meshpp's step
 // spent in the optimizer's update (timed inside the step, after the gradients are complete),
@@ -12,6 +20,7 @@
 // the 1-rank and n-rank lines side by side to give the scaling efficiency (n-rank rate /
 // (n x 1-rank rate)).
 //   mpiexec -n 2 build/bench/training [--batch 100] [--hidden 1024] [--optimizer sgd|adam]
+//                                     [--layout data|model]
 #include <meshpp/meshpp.hpp>
 
 #include <algorithm>
@@ -41,11 +50,12 @@ constexpr std::size_t side = 28, pixels = side * side, nclasses = 10;
 constexpr float learning_rate = 0.1f;
 constexpr float adam_rate = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;
 
-// The hand-written step on this rank's rows of the batch: plain arrays, cblas_sgemm, one
-// MPI_Allreduce for both weight gradients and one for the loss.
+// The hand-written step on this rank's slice: plain arrays, cblas_sgemm; data layout: its rows
+// of the batch, one MPI_Allreduce for both weight gradients and one for the loss; model layout:
+// its columns of hidden (h is the local count), one MPI_Allreduce of the logits.
 struct by_hand {
   std::size_t b, local_b, h;
-  bool adam = false;
+  bool adam = false, model = false;
   std::vector<float> x, w1, w2, hid, logits, dlogits, dhid, grads, m, v;
   std::vector<int> labels;
   long t = 0;
@@ -59,6 +69,9 @@ struct by_hand {
     for (float& v : hid) v = v < 0 ? 0 : v;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, lb, nc, nh, 1.0f, hid.data(), nh,
                 w2.data(), nc, 0.0f, logits.data(), nc);
+    if (model)  // each rank's logits are its hidden columns' share: sum them
+      MPI_Allreduce(MPI_IN_PLACE, logits.data(), static_cast<int>(logits.size()), MPI_FLOAT,
+                    MPI_SUM, MPI_COMM_WORLD);
     // softmax cross-entropy, mean over the global batch
     double loss = 0;
     for (std::size_t n = 0; n < local_b; ++n) {
@@ -71,7 +84,7 @@ struct by_hand {
       for (std::size_t c = 0; c < nclasses; ++c)
         d[c] = (d[c] / s - (int(c) == labels[n] ? 1.0f : 0.0f)) / float(b);
     }
-    MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (!model) MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     // grads = [dw1 | dw2]: dw2 = hid^T dlogits, dhid = dlogits w2^T (relu'), dw1 = x^T dhid
     float* dw1 = grads.data();
     float* dw2 = grads.data() + pixels * h;
@@ -83,8 +96,9 @@ struct by_hand {
       if (hid[i] <= 0) dhid[i] = 0;
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, np, nh, lb, 1.0f, x.data(), np,
                 dhid.data(), nh, 0.0f, dw1, nh);
-    MPI_Allreduce(MPI_IN_PLACE, grads.data(), static_cast<int>(grads.size()), MPI_FLOAT, MPI_SUM,
-                  MPI_COMM_WORLD);
+    if (!model)
+      MPI_Allreduce(MPI_IN_PLACE, grads.data(), static_cast<int>(grads.size()), MPI_FLOAT, MPI_SUM,
+                    MPI_COMM_WORLD);
     if (!adam) {
       for (std::size_t i = 0; i < w1.size(); ++i) w1[i] -= learning_rate * dw1[i];
       for (std::size_t i = 0; i < w2.size(); ++i) w2[i] -= learning_rate * dw2[i];
@@ -103,32 +117,11 @@ struct by_hand {
     }
   }
 };
-}  // namespace
-
-int main(int argc, char** argv) {
-  mp::environment env(argc, argv);
-  std::size_t b = 100, h = 1024;
-  std::string optimizer = "sgd";
-  examples::arguments args("bench/training", argc, argv);
-  try {
-    while (args.next()) {
-      if (args.is("--batch"))
-        b = args.count();
-      else if (args.is("--hidden"))
-        h = args.count();
-      else if (args.is("--optimizer"))
-        optimizer = args.choice({"sgd", "adam"});
-      else
-        args.unknown();
-    }
-  } catch (const mp::error& e) {  // every rank reads the same arguments: each says why
-    std::fprintf(stderr, "rank %d: %s\n", boost::mpi::communicator().rank(), e.what());
-    return 1;
-  }
-  const bool adam = optimizer == "adam";
+// run<Mesh>(b, h, adam, layout): the comparison under Mesh's layout; prints its JSON line
+template <class Mesh>
+void run(std::size_t b, std::size_t h, bool adam, const std::string& layout) {
   const int n = boost::mpi::communicator().size();
-  using mesh_t = mp::mesh<mp::axes<all>, mp::layout<mp::split<batch, all>>>;
-  mesh_t mesh({n});
+  Mesh mesh({n});
   const auto sizes =
       mp::extents{batch{} = b, rows{} = side, cols{} = side, hidden{} = h, classes{} = nclasses};
   const float l1 = std::sqrt(6.0f / float(pixels + h)), l2 = std::sqrt(6.0f / float(h + 10));
@@ -158,37 +151,86 @@ int main(int argc, char** argv) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   };
 
-  // by hand: the same values in plain arrays (this rank's rows of x and labels)
+  // by hand: the same values in plain arrays (this rank's slices of x, labels and weights)
+  const auto local = [](const auto& t) {
+    return std::vector<float>(t.local().data(), t.local().data() + t.local().size());
+  };
   by_hand hand;
+  hand.model = layout == "model";
   hand.b = b;
   hand.local_b = x.local_shape()[0];
-  hand.h = h;
-  hand.x.assign(x.local().data(), x.local().data() + x.local().size());
-  hand.w1.assign(w1.value().local().data(), w1.value().local().data() + pixels * h);
-  hand.w2.assign(w2.value().local().data(), w2.value().local().data() + h * nclasses);
+  hand.h = w2.value().local_shape()[0];
+  hand.x = local(x);
+  hand.w1 = local(w1.value());
+  hand.w2 = local(w2.value());
   hand.labels.assign(y.local().data(), y.local().data() + y.local().size());
-  hand.hid.resize(hand.local_b * h);
-  hand.dhid.resize(hand.local_b * h);
+  hand.hid.resize(hand.local_b * hand.h);
+  hand.dhid.resize(hand.local_b * hand.h);
   hand.logits.resize(hand.local_b * nclasses);
   hand.dlogits.resize(hand.local_b * nclasses);
-  hand.grads.resize(pixels * h + h * nclasses);
+  hand.grads.resize(pixels * hand.h + hand.h * nclasses);
   hand.adam = adam;
   hand.m.assign(hand.grads.size(), 0.0f);
   hand.v.assign(hand.grads.size(), 0.0f);
+
+  // one step of each from the same weights: the largest difference of the results, over ranks
+  meshpp_step();
+  hand.step();
+  double diff = 0;
+  const auto w1_now = local(w1.value()), w2_now = local(w2.value());
+  for (std::size_t i = 0; i < w1_now.size(); ++i)
+    diff = std::max(diff, double(std::fabs(w1_now[i] - hand.w1[i])));
+  for (std::size_t i = 0; i < w2_now.size(); ++i)
+    diff = std::max(diff, double(std::fabs(w2_now[i] - hand.w2[i])));
+  MPI_Allreduce(MPI_IN_PLACE, &diff, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  update_s.clear();
 
   const auto t = bench::compare(mesh.world(), meshpp_step, [&] { hand.step(); });
   const double update = bench::median(update_s);
   const double peak_mib = bench::peak_resident_mib(mesh.world());
   const std::string name = "mnist model " + std::string(adam ? "Adam" : "SGD") + " step, batch " +
-                           std::to_string(b) + ", hidden " + std::to_string(h) + ", data-parallel";
+                           std::to_string(b) + ", hidden " + std::to_string(h) + ", " +
+                           (hand.model ? "model-parallel" : "data-parallel");
   if (mesh.rank() == 0) {
     std::printf(
         "{\"bench\": \"training\", \"case\": \"%s\", \"ranks\": %d, \"meshpp_s\": %.6e, "
         "\"baseline\": \"cblas_sgemm + MPI_Allreduce\", \"baseline_s\": %.6e, \"time_ratio\": "
         "%.4f, \"examples_per_second\": %.1f, \"baseline_examples_per_second\": %.1f, "
-        "\"update_s\": %.6e, \"update_share\": %.4f, \"peak_rss_mib\": %.1f}\n",
+        "\"update_s\": %.6e, \"update_share\": %.4f, \"peak_rss_mib\": %.1f, "
+        "\"max_abs_diff\": %.3e}\n",
         name.c_str(), n, t.meshpp_s, t.baseline_s, t.meshpp_s / t.baseline_s,
-        double(b) / t.meshpp_s, double(b) / t.baseline_s, update, update / t.meshpp_s, peak_mib);
+        double(b) / t.meshpp_s, double(b) / t.baseline_s, update, update / t.meshpp_s, peak_mib,
+        diff);
   }
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  mp::environment env(argc, argv);
+  std::size_t b = 100, h = 1024;
+  std::string optimizer = "sgd", layout = "data";
+  examples::arguments args("bench/training", argc, argv);
+  try {
+    while (args.next()) {
+      if (args.is("--batch"))
+        b = args.count();
+      else if (args.is("--hidden"))
+        h = args.count();
+      else if (args.is("--optimizer"))
+        optimizer = args.choice({"sgd", "adam"});
+      else if (args.is("--layout"))
+        layout = args.choice({"data", "model"});
+      else
+        args.unknown();
+    }
+  } catch (const mp::error& e) {  // every rank reads the same arguments: each says why
+    std::fprintf(stderr, "rank %d: %s\n", boost::mpi::communicator().rank(), e.what());
+    return 1;
+  }
+  const bool adam = optimizer == "adam";
+  if (layout == "model")
+    run<mp::mesh<mp::axes<all>, mp::layout<mp::split<hidden, all>>>>(b, h, adam, layout);
+  else
+    run<mp::mesh<mp::axes<all>, mp::layout<mp::split<batch, all>>>>(b, h, adam, layout);
   return 0;
 }
