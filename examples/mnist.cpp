@@ -13,6 +13,7 @@
 //
 //   mpiexec -n 2 build/examples/mnist --layout data --epochs 5
 //   [--data DIR] [--optimizer adam|sgd] [--learning-rate X] [--batch 100] [--hidden 1024]
+//   [--layout auto [--machine FILE]]
 //   [--steps N] [--log-every N] [--seed S] [--json]
 //   [--checkpoint FILE [--checkpoint-every N] [--resume]]
 //
@@ -31,14 +32,25 @@
 // {"step", "loss", "epoch", "examples_per_second"} and a final one {"test_accuracy",
 // "seconds", "layout", "ranks", ...}.
 //
+// --layout auto chooses the layout before training (README "Layout search"): one step of each
+// layout (data+model on every mesh shape of the ranks) is planned and priced on the machine
+// model in --machine FILE (default meshpp-machine.txt, from examples/calibrate; built-in
+// defaults without it); rank 0 prints the ranking and trains with the first, as if named.
+//
 // The network, the data and the training loop are in mnist.hpp; this file reads the options
 // and picks the layout.
 #include "mnist.hpp"
 
 #include "arguments.hpp"
 
+#include <meshpp/plan/search.hpp>
+
+#include <boost/mpi/collectives/broadcast.hpp>
+
 #include <array>
 #include <string>
+#include <tuple>
+#include <utility>
 
 namespace {
 
@@ -51,6 +63,8 @@ options parse(int argc, char** argv) {
       o.data = args.text();
     else if (a == "--layout")
       o.layout = args.text();
+    else if (a == "--machine")
+      o.machine = args.text();
     else if (a == "--optimizer")
       o.optimizer = args.text();
     else if (a == "--learning-rate")
@@ -77,7 +91,8 @@ options parse(int argc, char** argv) {
       o.resume = true;
     else if (a == "--help") {
       std::printf(
-          "usage: mnist [--data DIR] [--layout data|model|data+model] [--optimizer adam|sgd]\n"
+          "usage: mnist [--data DIR] [--layout data|model|data+model|auto] [--machine FILE]\n"
+          "             [--optimizer adam|sgd]\n"
           "             [--learning-rate X] [--batch B] [--hidden H] [--epochs E] [--steps N]\n"
           "             [--log-every N] [--seed S] [--json]\n"
           "             [--checkpoint FILE [--checkpoint-every N] [--resume]]\n");
@@ -86,8 +101,9 @@ options parse(int argc, char** argv) {
       args.unknown();
     }
   }
-  if (o.layout != "data" && o.layout != "model" && o.layout != "data+model")
-    throw mp::error("mnist: --layout must be data, model or data+model, not '" + o.layout + "'");
+  if (o.layout != "data" && o.layout != "model" && o.layout != "data+model" && o.layout != "auto")
+    throw mp::error("mnist: --layout must be data, model, data+model or auto, not '" + o.layout +
+                    "'");
   if (o.optimizer != "adam" && o.optimizer != "sgd")
     throw mp::error("mnist: --optimizer must be adam or sgd, not '" + o.optimizer + "'");
   if (o.batch == 0 || o.hidden == 0 || o.log_every == 0)
@@ -102,6 +118,36 @@ options parse(int argc, char** argv) {
   return o;
 }
 
+// choose_layout(n, data, o): --layout auto's choice for n ranks: the three layouts planned
+// (data+model on every mesh shape), priced on the machine model and ranked, the table printed
+// on rank 0; returns the winner's name and, for data+model, its mesh shape. Every rank prices
+// the same plans on the same model, and rank 0's choice is broadcast all the same, so every
+// rank trains under one layout.
+std::pair<std::string, std::array<int, 2>> choose_layout(int n, const mp::mnist_data& data,
+                                                         const options& o) {
+  mp::layout_search search(mp::machine_model::load_or_defaults(o.machine));
+  search.add<mesh_data>("data", {n}, [&](const mesh_data& m) { planned_step(m, data, o); });
+  search.add<mesh_model>("model", {n}, [&](const mesh_model& m) { planned_step(m, data, o); });
+  for (int r = 1; r <= n; ++r) {
+    if (n % r) continue;
+    search.add<mesh_data_model>("data+model", {r, n / r},
+                                [&](const mesh_data_model& m) { planned_step(m, data, o); });
+  }
+  const boost::mpi::communicator world;
+  const auto best = search.best();
+  std::array<int, 3> choice{best.name == "data" ? 0 : best.name == "model" ? 1 : 2, 0, 0};
+  if (choice[0] == 2) choice = {2, best.steps.mesh_sizes()[0], best.steps.mesh_sizes()[1]};
+  boost::mpi::broadcast(world, choice.data(), 3, 0);
+  if (world.rank() == 0 && !o.json) {
+    std::printf("layout search for %d ranks, priced on %s\n%s", n, search.machine().source.c_str(),
+                search.table().c_str());
+  }
+  return {choice[0] == 0   ? "data"
+          : choice[0] == 1 ? "model"
+                           : "data+model",
+          {choice[1], choice[2]}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,12 +159,15 @@ int main(int argc, char** argv) {
     if (o.batch > data.train_labels.dims[0] || o.batch > data.test_labels.dims[0])
       throw mp::error("mnist: --batch is larger than the training or test set");
     const int n = world.size();
-    if (o.layout == "data") {
-      train(mesh_data({n}), data, o);
-    } else if (o.layout == "model") {
-      train(mesh_model({n}), data, o);
+    options chosen = o;
+    auto grid = mp::balanced_grid<2>(n);  // data+model's mesh, unless the search picks one
+    if (o.layout == "auto") std::tie(chosen.layout, grid) = choose_layout(n, data, o);
+    if (chosen.layout == "data") {
+      train(mesh_data({n}), data, chosen);
+    } else if (chosen.layout == "model") {
+      train(mesh_model({n}), data, chosen);
     } else {
-      train(mesh_data_model(mp::balanced_grid<2>(n)), data, o);
+      train(mesh_data_model(grid), data, chosen);
     }
   } catch (const mp::error& e) {
     // every rank threw (before any rank went on); each says why, since only the rank that met

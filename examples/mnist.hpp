@@ -31,7 +31,8 @@ MESHPP_DIM(processor_cols);
 
 struct options {
   std::string data = mp::default_fashion_mnist_dir;
-  std::string layout = "data";
+  std::string layout = "data";  // data, model, data+model, or auto (main resolves it)
+  std::string machine = "meshpp-machine.txt";  // --layout auto's machine model (examples/calibrate)
   std::string optimizer = "adam";
   double learning_rate = -1;  // the optimizer's default
   std::size_t batch = 100, hidden = 1024;
@@ -145,6 +146,21 @@ std::unique_ptr<mp::optimizer> make_optimizer(const options& o, model<Mesh>& net
       net.w2);
 }
 
+// planned_step(mesh, data, o): one step as train() takes it (the network, its optimizer, one
+// batch), on images and labels made here, since a plan reads no data: what --layout auto
+// plans and prices on a planned mesh (README "Layout search")
+template <class Mesh>
+void planned_step(const Mesh& mesh, const mp::mnist_data& data, const options& o) {
+  model<Mesh> net(mesh, data, o);
+  const auto opt = make_optimizer(o, net);
+  const auto x = mp::random_uniform<float, batch, rows, cols>(mesh, net.sizes, 3, 0.0f, 1.0f);
+  const auto y = mp::generate<typename model<Mesh>::labels_t>(
+      mesh, net.sizes, [](const auto& i) { return static_cast<std::int32_t>(i[0] % 10); });
+  mp::backward(mp::reduce_mean(
+      mp::softmax_cross_entropy<classes>(model<Mesh>::logits(x, net.w1, net.w2), y)));
+  opt->step();
+}
+
 template <class Mesh>
 void train(const Mesh& mesh, const mp::mnist_data& data, const options& o) {
   const std::string& layout_name = o.layout;
@@ -241,3 +257,4 @@ using mesh_data_model =
 
 // compiled in mnist_2d.cpp, so that no translation unit holds all three layouts
 extern template void train(const mesh_data_model&, const mp::mnist_data&, const options&);
+extern template void planned_step(const mesh_data_model&, const mp::mnist_data&, const options&);

@@ -2,3 +2,4 @@
 #include "mnist.hpp"
 
 template void train(const mesh_data_model&, const mp::mnist_data&, const options&);
+template void planned_step(const mesh_data_model&, const mp::mnist_data&, const options&);
