@@ -117,6 +117,7 @@ struct by_hand {
     }
   }
 };
+
 // run<Mesh>(b, h, adam, layout): the comparison under Mesh's layout; prints its JSON line
 template <class Mesh>
 void run(std::size_t b, std::size_t h, bool adam, const std::string& layout) {

@@ -35,22 +35,18 @@
 // --layout auto chooses the layout before training (README "Layout search"): one step of each
 // layout (data+model on every mesh shape of the ranks) is planned and priced on the machine
 // model in --machine FILE (default meshpp-machine.txt, from examples/calibrate; built-in
-// defaults without it); rank 0 prints the ranking and trains with the first, as if named.
+// defaults without it); rank 0 prints the ranking (not with --json), and every rank trains
+// with the first, as if it had been named.
 //
 // The network, the data and the training loop are in mnist.hpp; this file reads the options
 // and picks the layout.
 #include "mnist.hpp"
 
 #include "arguments.hpp"
-
-#include <meshpp/plan/search.hpp>
-
-#include <boost/mpi/collectives/broadcast.hpp>
+#include "layout_choice.hpp"
 
 #include <array>
 #include <string>
-#include <tuple>
-#include <utility>
 
 namespace {
 
@@ -120,32 +116,17 @@ options parse(int argc, char** argv) {
 
 // choose_layout(n, data, o): --layout auto's choice for n ranks: the three layouts planned
 // (data+model on every mesh shape), priced on the machine model and ranked, the table printed
-// on rank 0; returns the winner's name and, for data+model, its mesh shape. Every rank prices
-// the same plans on the same model, and rank 0's choice is broadcast all the same, so every
-// rank trains under one layout.
-std::pair<std::string, std::array<int, 2>> choose_layout(int n, const mp::mnist_data& data,
-                                                         const options& o) {
+// on rank 0; the winner, the same on every rank
+examples::layout_choice choose_layout(int n, const mp::mnist_data& data, const options& o) {
   mp::layout_search search(mp::machine_model::load_or_defaults(o.machine));
-  search.add<mesh_data>("data", {n}, [&](const mesh_data& m) { planned_step(m, data, o); });
-  search.add<mesh_model>("model", {n}, [&](const mesh_model& m) { planned_step(m, data, o); });
-  for (int r = 1; r <= n; ++r) {
-    if (n % r) continue;
-    search.add<mesh_data_model>("data+model", {r, n / r},
-                                [&](const mesh_data_model& m) { planned_step(m, data, o); });
-  }
+  examples::add_three_layouts<mesh_data, mesh_model, mesh_data_model>(
+      search, n, [&](const auto& m) { planned_step(m, data, o); });
   const boost::mpi::communicator world;
-  const auto best = search.best();
-  std::array<int, 3> choice{best.name == "data" ? 0 : best.name == "model" ? 1 : 2, 0, 0};
-  if (choice[0] == 2) choice = {2, best.steps.mesh_sizes()[0], best.steps.mesh_sizes()[1]};
-  boost::mpi::broadcast(world, choice.data(), 3, 0);
   if (world.rank() == 0 && !o.json) {
     std::printf("layout search for %d ranks, priced on %s\n%s", n, search.machine().source.c_str(),
                 search.table().c_str());
   }
-  return {choice[0] == 0   ? "data"
-          : choice[0] == 1 ? "model"
-                           : "data+model",
-          {choice[1], choice[2]}};
+  return examples::chosen_layout(search, world, mp::balanced_grid<2>(n));
 }
 
 }  // namespace
@@ -161,7 +142,11 @@ int main(int argc, char** argv) {
     const int n = world.size();
     options chosen = o;
     auto grid = mp::balanced_grid<2>(n);  // data+model's mesh, unless the search picks one
-    if (o.layout == "auto") std::tie(chosen.layout, grid) = choose_layout(n, data, o);
+    if (o.layout == "auto") {
+      const auto choice = choose_layout(n, data, o);
+      chosen.layout = choice.layout;
+      grid = choice.grid;
+    }
     if (chosen.layout == "data") {
       train(mesh_data({n}), data, chosen);
     } else if (chosen.layout == "model") {

@@ -30,6 +30,7 @@
 #include <boost/mpi/operations.hpp>
 
 #include "arguments.hpp"
+#include "layout_choice.hpp"
 
 #include <meshpp/plan/enumerate.hpp>
 #include <meshpp/plan/search.hpp>
@@ -154,14 +155,8 @@ int main(int argc, char** argv) {
     if (!ok) return 1;
     // the search: every layout on every mesh shape of the ranks, priced
     mp::layout_search search(mp::machine_model::load_or_defaults(o.machine));
-    search.add<mesh_data>("data", {o.ranks}, [&](const mesh_data& m) { step(m, o); });
-    search.add<mesh_model>("model", {o.ranks}, [&](const mesh_model& m) { step(m, o); });
-    for (int r = 1; r <= o.ranks; ++r) {
-      if (o.ranks % r == 0) {
-        search.add<mesh_data_model>("data+model", {r, o.ranks / r},
-                                    [&](const mesh_data_model& m) { step(m, o); });
-      }
-    }
+    examples::add_three_layouts<mesh_data, mesh_model, mesh_data_model>(
+        search, o.ranks, [&](const auto& m) { step(m, o); });
     if (talk) {
       std::printf("\nlayout search, priced on %s\n%s", search.machine().source.c_str(),
                   search.table().c_str());

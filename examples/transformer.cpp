@@ -65,11 +65,10 @@
 #include "transformer.hpp"
 
 #include "arguments.hpp"
+#include "layout_choice.hpp"
 
 #include <meshpp/plan/enumerate.hpp>
 #include <meshpp/plan/search.hpp>
-
-#include <boost/mpi/collectives/broadcast.hpp>
 
 #include <array>
 #include <cstdio>
@@ -238,13 +237,8 @@ mp::layout_search search_layouts(int ranks, const options& o, std::size_t vocab)
     std::printf("layout search for %d ranks, priced on %s\n", ranks, machine.source.c_str());
   }
   mp::layout_search search(std::move(machine), memory_budget_mib * (1 << 20));
-  search.add<mesh_data>("data", {ranks}, [&](const mesh_data& m) { planned_step(m, o, vocab); });
-  search.add<mesh_model>("model", {ranks}, [&](const mesh_model& m) { planned_step(m, o, vocab); });
-  for (int r = 1; r <= ranks; ++r) {
-    if (ranks % r) continue;
-    search.add<mesh_data_model>("data+model", {r, ranks / r},
-                                [&](const mesh_data_model& m) { planned_step(m, o, vocab); });
-  }
+  examples::add_three_layouts<mesh_data, mesh_model, mesh_data_model>(
+      search, ranks, [&](const auto& m) { planned_step(m, o, vocab); });
   // each product priced at the rate of its own shape, all the candidates' shapes timed together
   search.time_gemm_shapes();
   if (talk) {
@@ -274,13 +268,9 @@ int main(int argc, char** argv) {
       if (plan_ranks > 0) return 0;
       // Each rank timed the gemm shapes itself, so close candidates may rank differently from
       // rank to rank: rank 0's choice is everyone's (the layout and the mesh shape)
-      const auto best = search.best();
-      std::array<int, 3> choice{best.name == "data" ? 0 : best.name == "model" ? 1 : 2, 0, 0};
-      if (best.name == "data+model")
-        choice = {2, best.steps.mesh_sizes()[0], best.steps.mesh_sizes()[1]};
-      boost::mpi::broadcast(world, choice.data(), 3, 0);
-      chosen.layout = choice[0] == 0 ? "data" : choice[0] == 1 ? "model" : "data+model";
-      if (choice[0] == 2) grid = {choice[1], choice[2]};
+      const auto choice = examples::chosen_layout(search, world, grid);
+      chosen.layout = choice.layout;
+      grid = choice.grid;
     } else if (plan_ranks > 0) {
       const std::size_t vocab = text.vocab_size();
       if (o.layout == "data")
