@@ -140,19 +140,19 @@ int main(int argc, char** argv) {
     if (o.batch > data.train_labels.dims[0] || o.batch > data.test_labels.dims[0])
       throw mp::error("mnist: --batch is larger than the training or test set");
     const int n = world.size();
+    // the layout named, or the search's choice (data+model's mesh: the balanced grid unless
+    // the search picks another shape)
+    const auto choice = o.layout == "auto"
+                            ? choose_layout(n, data, o)
+                            : examples::layout_choice{o.layout, mp::balanced_grid<2>(n)};
     options chosen = o;
-    auto grid = mp::balanced_grid<2>(n);  // data+model's mesh, unless the search picks one
-    if (o.layout == "auto") {
-      const auto choice = choose_layout(n, data, o);
-      chosen.layout = choice.layout;
-      grid = choice.grid;
-    }
+    chosen.layout = choice.layout;
     if (chosen.layout == "data") {
       train(mesh_data({n}), data, chosen);
     } else if (chosen.layout == "model") {
       train(mesh_model({n}), data, chosen);
     } else {
-      train(mesh_data_model(grid), data, chosen);
+      train(mesh_data_model(choice.grid), data, chosen);
     }
   } catch (const mp::error& e) {
     // every rank threw (before any rank went on); each says why, since only the rank that met

@@ -111,6 +111,11 @@ struct model {
     return mp::einsum<mp::shape<batch, classes>>(h, b);
   }
 
+  // the training loss of a batch, the weights traced: what backward() differentiates
+  auto loss(const images_t& x, const labels_t& y) const {
+    return mp::reduce_mean(mp::softmax_cross_entropy<classes>(logits(x, w1, w2), y));
+  }
+
   // the fraction of the test set classified right (an argmax equal to the label)
   double test_accuracy() const {
     const std::size_t n =
@@ -156,8 +161,7 @@ void planned_step(const Mesh& mesh, const mp::mnist_data& data, const options& o
   const auto x = mp::random_uniform<float, batch, rows, cols>(mesh, net.sizes, 3, 0.0f, 1.0f);
   const auto y = mp::generate<typename model<Mesh>::labels_t>(
       mesh, net.sizes, [](const auto& i) { return static_cast<std::int32_t>(i[0] % 10); });
-  mp::backward(mp::reduce_mean(
-      mp::softmax_cross_entropy<classes>(model<Mesh>::logits(x, net.w1, net.w2), y)));
+  mp::backward(net.loss(x, y));
   opt->step();
 }
 
@@ -206,8 +210,7 @@ void train(const Mesh& mesh, const mp::mnist_data& data, const options& o) {
     const std::uint32_t* at = order.data() + in_epoch * o.batch;
     const auto x = net.images(data.train_images, at);
     const auto y = net.labels(data.train_labels, at);
-    auto loss = mp::reduce_mean(
-        mp::softmax_cross_entropy<classes>(model<Mesh>::logits(x, net.w1, net.w2), y));
+    auto loss = net.loss(x, y);
     mp::backward(loss);
     opt->step();
     if (step % o.log_every == 0 || step == total) {
