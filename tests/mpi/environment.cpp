@@ -56,8 +56,12 @@ TEST_CASE("environment keeps freed memory: a repeated step stops faulting pages 
   long later = 0;
   for (unsigned char round = 3; round < 8; ++round) later += step_faults(round);
   INFO("faults: first round " << first << ", rounds 3 to 7 together " << later);
-  CHECK(first > 5000);        // the 40 MiB were faulted in once (10 240 pages) ...
-  CHECK(later < first / 20);  // ... and are reused after (glibc's defaults: 5 x 10 240)
+  // The 40 MiB were faulted in once (10 240 pages) and are reused after: glibc's defaults fault
+  // 5 x 10 240 pages in over rounds 3 to 7. The bound leaves half a round for faults this
+  // process takes that these blocks do not cause (CI once saw 1 024; NUMA balancing and Open MPI's
+  // own threads can fault pages in RUSAGE_SELF counts).
+  CHECK(first > 5000);
+  CHECK(later < first / 2);
 #else
   CHECK_FALSE(env.malloc_tuned());
 #endif
