@@ -210,7 +210,11 @@ int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   std::size_t b = 100, h = 1024;
   std::string optimizer = "sgd", layout = "data";
-  examples::arguments args("bench/training", argc, argv);
+  examples::arguments args(
+      "bench/training",
+      "usage: mpiexec -n P bench/training [--batch 100] [--hidden 1024] [--optimizer sgd|adam]\n"
+      "                                   [--layout data|model]",
+      argc, argv);
   try {
     while (args.next()) {
       if (args.is("--batch"))

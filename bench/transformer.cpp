@@ -124,7 +124,11 @@ int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   tx::options o;
   std::vector<std::string> layouts;
-  examples::arguments args("bench/transformer", argc, argv);
+  examples::arguments args(
+      "bench/transformer",
+      "usage: mpiexec -n P bench/transformer [--layout data|model|data+model]... [--batch N]\n"
+      "       [--seq N] [--layers N] [--d-model N] [--heads N] [--d-ff N]",
+      argc, argv);
   try {
     while (args.next()) {
       if (args.is("--layout"))

@@ -2,21 +2,29 @@
 // a bad one a meshpp::error naming the program, the option and the value. Every rank reads the
 // same arguments, so every rank throws the same error before any communication.
 //
-//   examples::arguments args("mnist", argc, argv);
+//   examples::arguments args("mnist", "usage: mnist [--batch B] ...", argc, argv);
 //   while (args.next()) {
 //     if (args.is("--batch")) o.batch = args.count();
 //     else if (args.is("--learning-rate")) o.learning_rate = args.real();
 //     else if (args.is("--json")) o.json = true;
 //     else args.unknown();
 //   }
+//
+// --help is the reader's own: rank 0 prints the usage, every rank ends MPI, and the program
+// exits with status 0 (under mpiexec the usage shows once and the run is not an error).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <initializer_list>
 #include <string>
+#include <utility>
+
+#include <mpi.h>
 
 #include <meshpp/core/error.hpp>
 
@@ -24,13 +32,15 @@ namespace examples {
 
 class arguments {
  public:
-  arguments(std::string program, int argc, char** argv)
-      : program_(std::move(program)), argc_(argc), argv_(argv) {}
+  // usage: what --help prints, the lines after the first indented by the caller
+  arguments(std::string program, std::string usage, int argc, char** argv)
+      : program_(std::move(program)), usage_(std::move(usage)), argc_(argc), argv_(argv) {}
 
-  // moves to the next option; false when there is none
+  // moves to the next option; false when there is none. --help shows the usage and exits.
   bool next() {
     if (++at_ >= argc_) return false;
     option_ = argv_[at_];
+    if (option_ == "--help") help();
     return true;
   }
   const std::string& option() const { return option_; }
@@ -85,11 +95,28 @@ class arguments {
   }
 
  private:
+  // rank 0 prints the usage; MPI, if up, ends on every rank (every rank reads the same
+  // arguments, so all of them get here); then the program exits with status 0
+  [[noreturn]] void help() const {
+    int up = 0, down = 0, rank = 0;
+    const bool mpi =
+        MPI_Initialized(&up) == MPI_SUCCESS && up && MPI_Finalized(&down) == MPI_SUCCESS && !down;
+    if (mpi && MPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS) rank = 0;
+    if (rank == 0) {
+      std::fputs(usage_.c_str(), stdout);
+      if (usage_.empty() || usage_.back() != '\n') std::fputc('\n', stdout);
+      std::fflush(stdout);
+    }
+    if (mpi && MPI_Finalize() != MPI_SUCCESS) std::exit(1);
+    std::exit(0);
+  }
+
   [[noreturn]] void fail(const std::string& what) const {
     throw meshpp::error(program_ + ": " + option_ + " " + what);
   }
 
   std::string program_;
+  std::string usage_;
   int argc_;
   char** argv_;
   int at_ = 0;

@@ -74,7 +74,11 @@ struct options {
 options parse(int argc, char** argv) {
   options o;
   bool rounds_given = false;
-  examples::arguments args("calibrate", argc, argv);
+  examples::arguments args("calibrate",
+                           "usage: mpiexec -n P calibrate [--out meshpp-machine.txt] [--quick] "
+                           "[--rounds 9]\n"
+                           "                             [--max-bytes 16777216] [--verbose]",
+                           argc, argv);
   while (args.next()) {
     if (args.is("--out")) {
       o.out = args.text();
@@ -87,10 +91,6 @@ options parse(int argc, char** argv) {
       o.max_bytes = args.count();
     } else if (args.is("--verbose")) {
       o.verbose = true;
-    } else if (args.is("--help")) {
-      throw mp::error(
-          "usage: mpiexec -n P calibrate [--out meshpp-machine.txt] [--quick] [--rounds 9] "
-          "[--max-bytes 16777216] [--verbose]");
     } else {
       args.unknown();
     }

@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   try {
     std::filesystem::path out = ".";
-    examples::arguments args("draw_layouts", argc, argv);
+    examples::arguments args("draw_layouts", "usage: draw_layouts [--out DIR]", argc, argv);
     while (args.next()) {
       if (args.is("--out")) {
         out = args.text();

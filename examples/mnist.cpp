@@ -52,7 +52,14 @@ namespace {
 
 options parse(int argc, char** argv) {
   options o;
-  examples::arguments args("mnist", argc, argv);
+  examples::arguments args(
+      "mnist",
+      "usage: mnist [--data DIR] [--layout data|model|data+model|auto] [--machine FILE]\n"
+      "             [--optimizer adam|sgd]\n"
+      "             [--learning-rate X] [--batch B] [--hidden H] [--epochs E] [--steps N]\n"
+      "             [--log-every N] [--seed S] [--json]\n"
+      "             [--checkpoint FILE [--checkpoint-every N] [--resume]]",
+      argc, argv);
   while (args.next()) {
     const std::string& a = args.option();
     if (a == "--data")
@@ -85,17 +92,8 @@ options parse(int argc, char** argv) {
       o.checkpoint_every = args.count();
     else if (a == "--resume")
       o.resume = true;
-    else if (a == "--help") {
-      std::printf(
-          "usage: mnist [--data DIR] [--layout data|model|data+model|auto] [--machine FILE]\n"
-          "             [--optimizer adam|sgd]\n"
-          "             [--learning-rate X] [--batch B] [--hidden H] [--epochs E] [--steps N]\n"
-          "             [--log-every N] [--seed S] [--json]\n"
-          "             [--checkpoint FILE [--checkpoint-every N] [--resume]]\n");
-      std::exit(0);
-    } else {
+    else
       args.unknown();
-    }
   }
   if (o.layout != "data" && o.layout != "model" && o.layout != "data+model" && o.layout != "auto")
     throw mp::error("mnist: --layout must be data, model, data+model or auto, not '" + o.layout +

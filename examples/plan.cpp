@@ -121,7 +121,11 @@ int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   try {
     options o;
-    examples::arguments args("plan", argc, argv);
+    examples::arguments args("plan",
+                             "usage: plan [--ranks P] [--batch B] [--hidden H] "
+                             "[--report LAYOUT] [--draw DIR]\n"
+                             "            [--machine FILE] [--check]",
+                             argc, argv);
     while (args.next()) {
       if (args.is("--ranks"))
         o.ranks = static_cast<int>(args.count());

@@ -84,7 +84,18 @@ double memory_budget_mib = 0;  // --memory-budget: 0, the machine's (or none)
 
 options parse(int argc, char** argv) {
   options o;
-  examples::arguments args("transformer", argc, argv);
+  examples::arguments args(
+      "transformer",
+      "usage: transformer [--layout data|model|data+model|auto] [--data FILE] [--layers N]\n"
+      "                   [--d-model N] [--heads N] [--d-ff N] [--seq N] [--batch N]\n"
+      "                   [--pad-vocab N] [--steps N] [--warmup N] [--learning-rate X]\n"
+      "                   [--optimizer adam|sgd] [--eval-windows N] [--validation-block N]\n"
+      "                   [--prompt TEXT] [--sample-length N] [--temperature X] [--seed S]\n"
+      "                   [--log-every N] [--json]\n"
+      "                   [--checkpoint FILE [--checkpoint-every N] [--resume]]\n"
+      "                   [--stop-after N] [--plan RANKS] [--machine FILE]\n"
+      "                   [--memory-budget MIB] [--profile]",
+      argc, argv);
   while (args.next()) {
     const std::string& a = args.option();
     if (a == "--data")
@@ -145,21 +156,8 @@ options parse(int argc, char** argv) {
       o.profile = true;
     else if (a == "--memory-budget")
       memory_budget_mib = args.real();
-    else if (a == "--help") {
-      std::printf(
-          "usage: transformer [--layout data|model|data+model] [--data FILE] [--layers N]\n"
-          "                   [--d-model N] [--heads N] [--d-ff N] [--seq N] [--batch N]\n"
-          "                   [--steps N] [--warmup N] [--learning-rate X] [--optimizer adam|sgd]\n"
-          "                   [--eval-windows N] [--validation-block N] [--prompt TEXT]\n"
-          "                   [--sample-length N] [--temperature X] [--seed S] [--log-every N]\n"
-          "                   [--json] [--checkpoint FILE [--checkpoint-every N] [--resume]]\n"
-          "                   [--stop-after N] [--plan RANKS] [--machine FILE]\n"
-          "                   [--memory-budget MIB] [--profile]   (--layout auto: the search\n"
-          "                   chooses)\n");
-      std::exit(0);
-    } else {
+    else
       args.unknown();
-    }
   }
   if (o.layout != "data" && o.layout != "model" && o.layout != "data+model" && o.layout != "auto")
     throw mp::error("transformer: --layout must be data, model, data+model or auto, not '" +

@@ -60,7 +60,10 @@ void report(const Mesh& mesh, const options& o, const reference* ref) {
 int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   options o;
-  examples::arguments args("two_layer", argc, argv);
+  examples::arguments args(
+      "two_layer",
+      "usage: two_layer [--batch B] [--io D_IO] [--hidden D_H] [--reps R] [--json] [--autodiff]",
+      argc, argv);
   while (args.next()) {
     const std::string& a = args.option();
     if (a == "--batch")
@@ -75,14 +78,8 @@ int main(int argc, char** argv) {
       o.json = true;
     else if (a == "--autodiff")
       o.autodiff = true;
-    else if (a == "--help") {
-      std::printf(
-          "usage: two_layer [--batch B] [--io D_IO] [--hidden D_H] [--reps R] [--json] "
-          "[--autodiff]\n");
-      return 0;
-    } else {
+    else
       args.unknown();
-    }
   }
   const int n = boost::mpi::communicator().size();
   // The reference is computed once, on rank 0 only.
