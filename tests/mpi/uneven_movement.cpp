@@ -3,7 +3,8 @@
 // column of all the ranks:
 //   - relayout between every pair of the 7 layouts of [i, j] (k whole) on [r, c]: slices,
 //     allgathers, alltoalls ([i/c, j] -> [i, j/c]) and the cycle (i:r, j:c -> i:c, j:r), also
-//     with the alltoall staged a few elements at a time;
+//     with the alltoall staged a few elements at a time, and the alltoalls and the cycle of
+//     [k, i, j], whose blocks are strided on both sides;
 //   - reshape merging [i, j, k] into [ij, k] and splitting it back, and rename, under rules that
 //     split i, ij and j;
 //   - slice, pad, concat, shift and halo_exchange (zero and wrap) along a split and a whole dim,
@@ -28,6 +29,17 @@ void from_one(const mesh_t& m, const sizes3& s, const xt::xtensor<double, 3>& G,
   (check("relayout from [" + mp::to_string(From{}) + "]", mp::relayout<To>(t), G, exact), ...);
 }
 
+// The same for [k, i, j]: k whole and outermost, so an alltoall's blocks are strided on both
+// sides (packed to be sent and unpacked when received)
+template <class From, class... To>
+void from_one_k_outer(const mesh_t& m, const sizes3& s, list<To...>) {
+  const auto G = reference_input(index3{s.k, s.i, s.j}, 12);
+  const auto t = mp::scatter<tensor_t<From, double, k, i, j>>(m, extents_of(s), G);
+  (check("relayout of [k, i, j] from [" + mp::to_string(From{}) + "]", mp::relayout<To>(t), G,
+         exact),
+   ...);
+}
+
 using meshpp_test::small_pieces;  // (tests/support/small_pieces.hpp)
 }  // namespace
 
@@ -37,6 +49,9 @@ TEST_CASE("uneven: relayout between every pair of layouts, alltoalls and the cyc
     G.data()[0] = -0.0;  // a bit that a sum would lose
     for_each_layout(matrix_layouts{},
                     [&]<class From>() { from_one<From>(m, s, G, matrix_layouts{}); });
+    from_one_k_outer<i_c>(m, s, list<j_c>{});
+    from_one_k_outer<j_c>(m, s, list<i_c>{});
+    from_one_k_outer<i_r_j_c>(m, s, list<i_c_j_r>{});
     // the alltoalls again, 3 doubles at a time
     const small_pieces guard(3 * sizeof(double));
     from_one<i_c>(m, s, G, list<j_c, i_r_j_c, i_c_j_r>{});

@@ -10,7 +10,8 @@
 //
 // allgather, alltoall and reduce_scatter also take blocks of different sizes, one per member
 // (`run_blocks`, with the counts of every member's block: a dim split unevenly; blocks all of
-// one size take the even form, for allgather and reduce_scatter). Counted as
+// one size take the even form, for allgather and reduce_scatter; alltoall's run_blocks_where
+// takes each block where it lies). Counted as
 // the even forms are, with the same meaning, so an even split counts the same either way:
 // allgather and reduce_scatter record the values of this rank's input and the bytes of the
 // others' blocks; alltoall the values of all its send blocks and the bytes of those it sends
@@ -33,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <numeric>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -413,8 +415,7 @@ struct alltoall<over<Ms...>> {
 
   // run_blocks(m, send, send_counts, recv, recv_counts): blocks of different sizes, back to
   // back in member order: send_counts[j] values to member j, recv_counts[j] from member j (a
-  // relayout of a dim split unevenly). Point-to-point messages, as a permute (comm/permute.hpp)
-  // sends them: each member knows only its own counts. This member's own block is copied.
+  // relayout of a dim split unevenly). This member's own block is copied.
   template <class Mesh, class T>
   static void run_blocks(const Mesh& m, std::span<const T> send,
                          std::span<const std::size_t> send_counts, std::span<T> recv,
@@ -426,27 +427,53 @@ struct alltoall<over<Ms...>> {
     detail::check_block_counts("meshpp::alltoall", recv_counts, p);
     const auto send_at = detail::block_offsets(send_counts);
     const auto recv_at = detail::block_offsets(recv_counts);
-    if (send.size() != send_at[p] || recv.size() != recv_at[p] ||
-        send_counts[me] != recv_counts[me]) {
+    if (send.size() != send_at[p] || recv.size() != recv_at[p]) {
       throw error("meshpp::alltoall: the buffers (" + std::to_string(send.size()) + " and " +
                   std::to_string(recv.size()) + " values) do not match the block counts");
     }
-    m.counters().record(collective::alltoall, g::mask, send.size(),
-                        detail::bytes<T>(send.size() - send_counts[me]));
-    if (m.planning()) return;
-    std::copy_n(send.data() + send_at[me], send_counts[me], recv.data() + recv_at[me]);
-    if (p == 1) return;
+    run_blocks_where<T>(
+        m, send_counts, [&](std::size_t j) { return send.data() + send_at[j]; }, recv_counts,
+        [&](std::size_t j) { return recv.data() + recv_at[j]; });
+    if (!m.planning())
+      std::copy_n(send.data() + send_at[me], send_counts[me], recv.data() + recv_at[me]);
+  }
+
+  // run_blocks_where<T>(m, send_counts, send_block, recv_counts, recv_block): the same alltoall
+  // of blocks, each where it lies: send_block(j) is where the send_counts[j] values for member
+  // j start, recv_block(j) where the recv_counts[j] values from member j go (neither is asked
+  // for this member's own block, which the caller copies). Point-to-point messages, as a
+  // permute (comm/permute.hpp) sends them: each member knows only its own counts. Counted as
+  // one alltoall of all the values sent, this member's own block not among the bytes.
+  template <class T, class Mesh, class SendBlock, class RecvBlock>
+  static void run_blocks_where(const Mesh& m, std::span<const std::size_t> send_counts,
+                               SendBlock&& send_block, std::span<const std::size_t> recv_counts,
+                               RecvBlock&& recv_block) {
+    using g = detail::group_of<Mesh, Ms...>;
+    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
+    const std::size_t me = static_cast<std::size_t>(m.group_rank(g::mask));
+    detail::check_block_counts("meshpp::alltoall", send_counts, p);
+    detail::check_block_counts("meshpp::alltoall", recv_counts, p);
+    if (send_counts[me] != recv_counts[me]) {
+      throw error("meshpp::alltoall: this member's own block is " +
+                  std::to_string(send_counts[me]) + " values sent and " +
+                  std::to_string(recv_counts[me]) + " received");
+    }
+    const std::size_t values =
+        std::accumulate(send_counts.begin(), send_counts.end(), std::size_t{0});
+    m.counters().record(collective::alltoall, g::mask, values,
+                        detail::bytes<T>(values - send_counts[me]));
+    if (m.planning() || p == 1) return;
     const auto& comm = g::comm(m);
-    auto site = g::template site<T>("alltoall", send.size());
+    auto site = g::template site<T>("alltoall", values);
     site.count_agrees = false;
     detail::before_collective(MPI_Comm(comm), site);
     detail::exchange_messages(
         MPI_Comm(comm), detail::mpi_type<T>(), sizeof(T),
         [&](std::size_t j) {
-          return std::pair{static_cast<const void*>(send.data() + send_at[j]), send_counts[j]};
+          return std::pair{static_cast<const void*>(send_block(j)), send_counts[j]};
         },
         [&](std::size_t j) {
-          return std::pair{static_cast<void*>(recv.data() + recv_at[j]), recv_counts[j]};
+          return std::pair{static_cast<void*>(recv_block(j)), recv_counts[j]};
         },
         site);
   }

@@ -14,7 +14,7 @@
 // alltoalls under block layouts, and is broken with one allgather (then alltoall, then slice).
 // A dim split unevenly (near-equal blocks, the last ones shorter) moves the same way, its
 // blocks of their own sizes: an allgather of blocks (MPI_Allgatherv), an alltoall of blocks
-// packed whole on both sides (alltoall_step_blocks), a slice of this rank's stripe.
+// (alltoall_step_blocks: strided ones packed whole), a slice of this rank's stripe.
 // Every collective goes through the policies of comm/collectives.hpp and is counted.
 // In an alltoall, this rank's own block is copied straight from the input to the result; the
 // other blocks go to and from MPI where they lie when they are one run of memory, and through a
@@ -291,16 +291,19 @@ void alltoall_step(const Mesh& mesh, const relayout_step& s, const T* src,
 }
 
 // [a/m, b] |-> [a, b/m] over the members of M where a or b is split unevenly, so the blocks
-// differ in size: block j of b (stripe j of b, this rank's stripe of a) packed for member j,
-// member j's block (its stripe of a, this rank's stripe of b) unpacked into stripe j of a, one
-// alltoall of blocks of their own sizes (alltoall::run_blocks) between. Holds the packed
-// blocks of both sides at once: twice the slice, beyond input and output.
+// differ in size: block j of b (stripe j of b, this rank's stripe of a) to member j, member j's
+// block (its stripe of a, this rank's stripe of b) into stripe j of a, one alltoall of blocks
+// of their own sizes (alltoall::run_blocks_where). As in alltoall_step, this rank's own block
+// is copied from src to dst directly, and a block goes to MPI where it lies when it is one run
+// of memory on that side; the strided ones are packed whole, before the exchange on the
+// sending side and unpacked after it on the receiving one (at most the slice again on each).
 template <class M, class Mesh, class T, std::size_t N>
 void alltoall_step_blocks(const Mesh& mesh, const relayout_step& s, const T* src,
                           const std::array<std::size_t, N>& ext, T* dst,
                           const std::array<std::size_t, N>& out_ext,
                           const std::array<std::size_t, N>& global) {
   const std::size_t p = static_cast<std::size_t>(mesh.template size<M>());
+  const std::size_t me = static_cast<std::size_t>(mesh.template coordinate<M>());
   const std::array<std::size_t, N> zero{};
   auto box = [&](const std::array<std::size_t, N>& e, int d, std::size_t j) {
     return with_extent(e, d, stripe_size(global[static_cast<std::size_t>(d)], p, j));
@@ -308,27 +311,46 @@ void alltoall_step_blocks(const Mesh& mesh, const relayout_step& s, const T* src
   auto at = [&](int d, std::size_t j) {
     return with_extent(zero, d, stripe_begin(global[static_cast<std::size_t>(d)], p, j));
   };
+  // block j's place: its offset in src (dst) if one run of memory there, else in the packed one
+  struct place {
+    bool packed = false;
+    std::size_t offset = 0;
+  };
   std::vector<std::size_t> send_counts(p), recv_counts(p);
+  std::vector<place> sent(p), received(p);
+  std::size_t send_packed = 0, recv_packed = 0;
   for (std::size_t j = 0; j < p; ++j) {
-    send_counts[j] = element_count(box(ext, s.arriving, j));
-    recv_counts[j] = element_count(box(out_ext, s.leaving, j));
+    const auto sb = box(ext, s.arriving, j), rb = box(out_ext, s.leaving, j);
+    send_counts[j] = element_count(sb);
+    recv_counts[j] = element_count(rb);
+    if (j == me) continue;
+    sent[j] = box_is_contiguous(ext, sb)
+                  ? place{false, linear_index(at(s.arriving, j), ext)}
+                  : place{true, std::exchange(send_packed, send_packed + send_counts[j])};
+    received[j] = box_is_contiguous(out_ext, rb)
+                      ? place{false, linear_index(at(s.leaving, j), out_ext)}
+                      : place{true, std::exchange(recv_packed, recv_packed + recv_counts[j])};
   }
-  scratch<T> send(element_count(ext)), recv(element_count(out_ext));
-  std::size_t pos = 0;
-  for (std::size_t j = 0; j < p; ++j) {
-    const auto b = box(ext, s.arriving, j);
-    if (!mesh.planning()) copy_box(src, ext, at(s.arriving, j), send.data() + pos, b, zero, b);
-    pos += send_counts[j];
+  scratch<T> send(mesh.planning() ? 0 : send_packed), recv(mesh.planning() ? 0 : recv_packed);
+  if (!mesh.planning()) {
+    for (std::size_t j = 0; j < p; ++j) {
+      if (j == me || !sent[j].packed) continue;
+      const auto b = box(ext, s.arriving, j);
+      copy_box(src, ext, at(s.arriving, j), send.data() + sent[j].offset, b, zero, b);
+    }
   }
-  alltoall<over<M>>::run_blocks(
-      mesh, std::span<const T>(send.data(), send.size()), std::span<const std::size_t>(send_counts),
-      std::span<T>(recv.data(), recv.size()), std::span<const std::size_t>(recv_counts));
+  alltoall<over<M>>::template run_blocks_where<T>(
+      mesh, std::span<const std::size_t>(send_counts),
+      [&](std::size_t j) { return (sent[j].packed ? send.data() : src) + sent[j].offset; },
+      std::span<const std::size_t>(recv_counts),
+      [&](std::size_t j) { return (received[j].packed ? recv.data() : dst) + received[j].offset; });
   if (mesh.planning()) return;
-  pos = 0;
+  const auto own = box(ext, s.arriving, me);
+  copy_box(src, ext, at(s.arriving, me), dst, out_ext, at(s.leaving, me), own);
   for (std::size_t j = 0; j < p; ++j) {
+    if (j == me || !received[j].packed) continue;
     const auto b = box(out_ext, s.leaving, j);
-    copy_box(recv.data() + pos, b, zero, dst, out_ext, at(s.leaving, j), b);
-    pos += recv_counts[j];
+    copy_box(recv.data() + received[j].offset, b, zero, dst, out_ext, at(s.leaving, j), b);
   }
 }
 
