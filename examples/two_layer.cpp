@@ -64,22 +64,27 @@ int main(int argc, char** argv) {
       "two_layer",
       "usage: two_layer [--batch B] [--io D_IO] [--hidden D_H] [--reps R] [--json] [--autodiff]",
       argc, argv);
-  while (args.next()) {
-    const std::string& a = args.option();
-    if (a == "--batch")
-      o.b = args.count();
-    else if (a == "--io")
-      o.d_io = args.count();
-    else if (a == "--hidden")
-      o.d_h = args.count();
-    else if (a == "--reps")
-      o.reps = static_cast<int>(args.count());
-    else if (a == "--json")
-      o.json = true;
-    else if (a == "--autodiff")
-      o.autodiff = true;
-    else
-      args.unknown();
+  try {
+    while (args.next()) {
+      const std::string& a = args.option();
+      if (a == "--batch")
+        o.b = args.count();
+      else if (a == "--io")
+        o.d_io = args.count();
+      else if (a == "--hidden")
+        o.d_h = args.count();
+      else if (a == "--reps")
+        o.reps = static_cast<int>(args.count());
+      else if (a == "--json")
+        o.json = true;
+      else if (a == "--autodiff")
+        o.autodiff = true;
+      else
+        args.unknown();
+    }
+  } catch (const mp::error& e) {  // every rank reads the same arguments: each says why
+    std::fprintf(stderr, "rank %d: %s\n", boost::mpi::communicator().rank(), e.what());
+    return 1;
   }
   const int n = boost::mpi::communicator().size();
   // The reference is computed once, on rank 0 only.
