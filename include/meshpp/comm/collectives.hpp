@@ -4,7 +4,7 @@
 //   allreduce<over<rows, cols>, op::max>::run(mesh, span)
 //   allgather<over<cols>>::run(mesh, in, out)              out: blocks in mesh-coordinate order
 //   alltoall<over<cols>>::run(mesh, in, out)
-//   alltoall<over<cols>>::run_in_pieces(mesh, values, move)  blocks wherever the caller keeps them
+//   alltoall<over<cols>>::run_in_pieces(mesh, counts, bound, move)  blocks where they lie
 //   reduce_scatter<over<rows>>::run(mesh, in, out)         sum; block j to group member j
 //   broadcast<over<rows>>::run(mesh, span, root)           root: a rank of the group
 //
@@ -121,18 +121,19 @@ void allreduce_in_place(MPI_Comm comm, T* data, std::size_t n, MPI_Op op, const 
   allreduce_in_place(comm, static_cast<void*>(data), n, mpi_type<T>(), sizeof(T), op, site);
 }
 
-/// alltoall_exchange<T>: one piece of an alltoall among the members of `comm`: n values to every
-/// other member j, read at send + send_offsets[j], and n values from every other member j, written
-/// at recv + recv_offsets[j] (offsets in values). This member's own entries are ignored: its block
-/// never leaves the rank, and the caller copies it. One MPI_Alltoallv per piece, whose int counts
-/// and displacements are measured from the lowest block, so only the span of one piece's blocks
+/// alltoall_exchange<T>: one piece of an alltoall among the members of `comm`: values to every
+/// other member j, read at send + send_offsets[j], and values from every other member j, written
+/// at recv + recv_offsets[j] (offsets in values), counts of their own per member (where a dim
+/// splits unevenly they differ). This member's own entries are ignored: its block never leaves the
+/// rank, and the caller copies it. One MPI_Alltoallv per piece, whose int counts and
+/// displacements are measured from the lowest block, so only the span of one piece's blocks
 /// must fit in an int, not the offsets into the whole buffer; where the buffers' bound does not
 /// (or mpi_count_limit is lowered), point-to-point messages (exchange_messages).
 template <class T>
 class alltoall_exchange {
  public:
-  // alltoall_exchange(comm, bound): every offset plus n stays below bound, a size every member
-  // passes alike (it decides, the same way on every member, whether counts fit an int)
+  // alltoall_exchange(comm, bound): every offset plus its count stays below bound, a size every
+  // member passes alike (it decides, the same way on every member, whether counts fit an int)
   alltoall_exchange(const boost::mpi::communicator& comm, std::size_t bound)
       : comm_(comm),
         bound_(bound),
@@ -143,29 +144,35 @@ class alltoall_exchange {
         recv_counts_(p_),
         recv_displs_(p_) {}
 
-  void operator()(const T* send, const std::size_t* send_offsets, T* recv,
-                  const std::size_t* recv_offsets, std::size_t n) {
-    if (p_ == 1 || n == 0) return;
-    const std::size_t send_low = lowest(send_offsets), recv_low = lowest(recv_offsets);
-    const call_site site{"alltoall", 0, {}, type_name<T>(), n};
+  // send_counts[j] values to member j, recv_counts[j] from member j (the offset of an empty
+  // block is not read). Every member calls it, whatever its counts.
+  void operator()(const T* send, const std::size_t* send_offsets, const std::size_t* send_counts,
+                  T* recv, const std::size_t* recv_offsets, const std::size_t* recv_counts) {
+    if (p_ == 1) return;
+    std::size_t sent = 0;
+    for (std::size_t j = 0; j < p_; ++j) sent += j == me_ ? 0 : send_counts[j];
+    const call_site site{"alltoall", 0, {}, type_name<T>(), sent};
     const MPI_Datatype type = mpi_type<T>();
-    if (std::max(bound_, n) > mpi_count_limit) {  // past an int: point-to-point messages
+    if (bound_ > mpi_count_limit) {  // past an int: point-to-point messages
       exchange_messages(
           MPI_Comm(comm_), type, sizeof(T),
           [&](std::size_t j) {
-            return std::pair{static_cast<const void*>(send + send_offsets[j]), n};
+            return std::pair{static_cast<const void*>(send + send_offsets[j]), send_counts[j]};
           },
           [&](std::size_t j) {
-            return std::pair{static_cast<void*>(recv + recv_offsets[j]), n};
+            return std::pair{static_cast<void*>(recv + recv_offsets[j]), recv_counts[j]};
           },
           site);
       return;
     }
+    const std::size_t send_low = lowest(send_offsets, send_counts);
+    const std::size_t recv_low = lowest(recv_offsets, recv_counts);
     for (std::size_t j = 0; j < p_; ++j) {
-      const bool other = j != me_;
-      send_counts_[j] = recv_counts_[j] = other ? as_count(n) : 0;
-      send_displs_[j] = other ? as_count(send_offsets[j] - send_low) : 0;
-      recv_displs_[j] = other ? as_count(recv_offsets[j] - recv_low) : 0;
+      const bool sends = j != me_ && send_counts[j] > 0, receives = j != me_ && recv_counts[j] > 0;
+      send_counts_[j] = sends ? as_count(send_counts[j]) : 0;
+      recv_counts_[j] = receives ? as_count(recv_counts[j]) : 0;
+      send_displs_[j] = sends ? as_count(send_offsets[j] - send_low) : 0;
+      recv_displs_[j] = receives ? as_count(recv_offsets[j] - recv_low) : 0;
     }
     checked(MPI_Alltoallv(send + send_low, send_counts_.data(), send_displs_.data(), type,
                           recv + recv_low, recv_counts_.data(), recv_displs_.data(), type,
@@ -174,12 +181,14 @@ class alltoall_exchange {
   }
 
  private:
-  std::size_t lowest(const std::size_t* offsets) const {
+  // lowest(offsets, counts): where the first of the other members' nonempty blocks starts (0
+  // if all are empty)
+  std::size_t lowest(const std::size_t* offsets, const std::size_t* counts) const {
     std::size_t low = SIZE_MAX;
     for (std::size_t j = 0; j < p_; ++j) {
-      if (j != me_) low = std::min(low, offsets[j]);
+      if (j != me_ && counts[j] > 0) low = std::min(low, offsets[j]);
     }
-    return low;
+    return low == SIZE_MAX ? 0 : low;
   }
 
   const boost::mpi::communicator& comm_;
@@ -478,26 +487,30 @@ struct alltoall<over<Ms...>> {
         site);
   }
 
-  // run_in_pieces<T>(mesh, values, move): the same alltoall of `values` values per member, for
-  // blocks that do not lie one after another in one buffer (a relayout's blocks are boxes of
-  // the tensor). Counted once, as run() counts it; move(exchange) moves the data, calling
-  // exchange(send, send_offsets, recv, recv_offsets, n) (detail::alltoall_exchange<T>) for each
-  // piece, and copies this member's own block itself.
+  // run_in_pieces<T>(mesh, send_counts, bound, move): the same alltoall of blocks, send_counts[j]
+  // values to member j, for blocks that do not lie one after another in one buffer (a
+  // relayout's blocks are boxes of the tensor). Counted once, as run_blocks_where counts it;
+  // move(exchange) moves the data, calling exchange(send, send_offsets, send_counts, recv,
+  // recv_offsets, recv_counts) (detail::alltoall_exchange<T>) for each piece, and copies this
+  // member's own block itself. Every offset plus its count stays below bound, a size every
+  // member passes alike.
   template <class T, class Mesh, class Move>
-  static void run_in_pieces(const Mesh& m, std::size_t values, Move&& move) {
+  static void run_in_pieces(const Mesh& m, std::span<const std::size_t> send_counts,
+                            std::size_t bound, Move&& move) {
     using g = detail::group_of<Mesh, Ms...>;
     const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
-    if (values % p != 0) {
-      throw error("meshpp::alltoall: " + std::to_string(values) +
-                  " values do not split into blocks for the group size " + std::to_string(p));
-    }
+    const std::size_t me = static_cast<std::size_t>(m.group_rank(g::mask));
+    detail::check_block_counts("meshpp::alltoall", send_counts, p);
+    const std::size_t values =
+        std::accumulate(send_counts.begin(), send_counts.end(), std::size_t{0});
     m.counters().record(collective::alltoall, g::mask, values,
-                        (p - 1) * detail::bytes<T>(values) / p);
+                        detail::bytes<T>(values - send_counts[me]));
     if (m.planning()) return;
     const auto& comm = g::comm(m);
-    detail::before_collective(MPI_Comm(comm), g::template site<T>("alltoall", values));
-    // the offsets index buffers of at most `values` values: the local slices, or staging
-    detail::alltoall_exchange<T> exchange(comm, values);
+    auto site = g::template site<T>("alltoall", values);
+    site.count_agrees = false;  // a member's count is its own where a dim splits unevenly
+    detail::before_collective(MPI_Comm(comm), site);
+    detail::alltoall_exchange<T> exchange(comm, bound);
     move(exchange);
   }
 };

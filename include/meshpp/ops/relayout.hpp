@@ -14,7 +14,7 @@
 // alltoalls under block layouts, and is broken with one allgather (then alltoall, then slice).
 // A dim split unevenly (near-equal blocks, the last ones shorter) moves the same way, its
 // blocks of their own sizes: an allgather of blocks (MPI_Allgatherv), an alltoall of blocks
-// (alltoall_step_blocks: strided ones packed whole), a slice of this rank's stripe.
+// (MPI_Alltoallv), a slice of this rank's stripe.
 // Every collective goes through the policies of comm/collectives.hpp and is counted.
 // In an alltoall, this rank's own block is copied straight from the input to the result; the
 // other blocks go to and from MPI where they lie when they are one run of memory, and through a
@@ -154,15 +154,6 @@ std::array<std::size_t, N> extent_after(const Mesh& mesh, const relayout_step& s
   return ext;
 }
 
-// splits_evenly(s, global, p): the dims step s moves over a mesh dim of p members divide evenly
-// (the steps' fast paths, with blocks of one size); the same answer on every rank
-template <std::size_t N>
-bool splits_evenly(const relayout_step& s, const std::array<std::size_t, N>& global,
-                   std::size_t p) {
-  return (s.arriving < 0 || global[static_cast<std::size_t>(s.arriving)] % p == 0) &&
-         (s.leaving < 0 || global[static_cast<std::size_t>(s.leaving)] % p == 0);
-}
-
 // with_extent(ext, d, n): ext with dim d's extent n
 template <std::size_t N>
 std::array<std::size_t, N> with_extent(std::array<std::size_t, N> ext, int d, std::size_t n) {
@@ -220,138 +211,120 @@ void for_each_piece(const std::array<std::size_t, N>& box, std::size_t budget, F
 struct send_staging;
 struct receive_staging;
 
-// [a/m, b] |-> [a, b/m] over the members of M: block j of b (a box of src) to member j, and
-// member j's block into stripe j of a (a box of dst). This member's own block never leaves the
-// rank: it is copied from src to dst directly. The others go to MPI from where they lie when
-// they are one run of memory on that side (b, or a, outermost); otherwise they are packed (or
-// unpacked) piece by piece through a staging buffer of alltoall_staging_bytes, one
-// MPI_Alltoallv per piece, the own block's piece copied alongside. So every value is copied
-// once on each side, as MPI_Alltoall copies it, plus one copy in cache on the side where its
-// block is strided. MPI derived datatypes (MPI_Alltoallw of subarrays) would spare that copy
-// in principle, but Open MPI 4.1's shared-memory transport packs them through its own
-// fragments: measured at 2 ranks, from 10% faster to 1.35x slower than this, and 2-4.5x
-// slower in runs where writing memory that the other rank had just read was slow.
+// [a/m, b] |-> [a, b/m] over the members of M: block j of b (a box of src: this rank's stripe
+// of a, stripe j of b) to member j, and member j's block (its stripe of a, this rank's stripe
+// of b) into stripe j of a (a box of dst). Where a or b splits unevenly the blocks differ in
+// size (stripes of their own lengths). This member's own block never leaves the rank: it is
+// copied from src to dst directly. The others go to MPI from where they lie when they are one
+// run of memory on that side (b, or a, outermost); otherwise they are packed (or unpacked)
+// piece by piece through a staging buffer of alltoall_staging_bytes, one MPI_Alltoallv per
+// piece, the own block's piece copied alongside. So every value is copied once on each side,
+// as MPI_Alltoall copies it, plus one copy in cache on the side where its block is strided.
+// Every member cuts the same pieces, those of the largest block (stripe 0 of a and of b): a
+// block's piece is the part of such a piece inside it, so the pieces of the block member i
+// sends to member j match on both sides, and all members make the same MPI calls.
+// MPI derived datatypes (MPI_Alltoallw of subarrays) would spare the staging copy in
+// principle, but Open MPI 4.1's shared-memory transport packs them through its own fragments:
+// measured at 2 ranks, from 10% faster to 1.35x slower than this, and 2-4.5x slower in runs
+// where writing memory that the other rank had just read was slow.
 template <class M, class Mesh, class T, std::size_t N>
 void alltoall_step(const Mesh& mesh, const relayout_step& s, const T* src,
                    const std::array<std::size_t, N>& ext, T* dst,
-                   const std::array<std::size_t, N>& out_ext) {
+                   const std::array<std::size_t, N>& out_ext,
+                   const std::array<std::size_t, N>& global) {
   const std::size_t p = static_cast<std::size_t>(mesh.template size<M>());
   const std::size_t c = static_cast<std::size_t>(mesh.template coordinate<M>());
   const auto arriving = static_cast<std::size_t>(s.arriving);
   const auto leaving = static_cast<std::size_t>(s.leaving);
-  auto block = ext;  // every block, sent or received, has these extents
-  block[arriving] /= p;
+  // the block member i sends to member j: stripe i of a, stripe j of b
+  auto block = [&](std::size_t i, std::size_t j) {
+    auto b = ext;
+    b[leaving] = stripe_size(global[leaving], p, i);
+    b[arriving] = stripe_size(global[arriving], p, j);
+    return b;
+  };
   // where block j lies in src (send) and in dst (receive), plus an index inside the block
   auto send_at = [&](std::size_t j, std::array<std::size_t, N> at) {
-    at[arriving] += j * block[arriving];
+    at[arriving] += stripe_begin(global[arriving], p, j);
     return at;
   };
   auto recv_at = [&](std::size_t j, std::array<std::size_t, N> at) {
-    at[leaving] += j * block[leaving];
+    at[leaving] += stripe_begin(global[leaving], p, j);
     return at;
   };
+  // the part of the piece at `at` that lies inside box b (no values if none)
+  auto clip = [](const std::array<std::size_t, N>& b, const std::array<std::size_t, N>& at,
+                 std::array<std::size_t, N> piece) {
+    for (std::size_t d = 0; d < N; ++d)
+      piece[d] = at[d] < b[d] ? std::min(piece[d], b[d] - at[d]) : 0;
+    return piece;
+  };
   const std::array<std::size_t, N> zero{};
-  const bool send_direct = p == 1 || box_is_contiguous(ext, block);
-  const bool recv_direct = p == 1 || box_is_contiguous(out_ext, block);
-  const std::size_t block_size = element_count(block);
+  // every other member's block is one run of memory on this side (a loop: clang 14 cannot
+  // compile libstdc++ 12's views)
+  auto direct = [&](const std::array<std::size_t, N>& e, bool sending) {
+    for (std::size_t j = 0; j < p; ++j) {
+      if (j != c && !box_is_contiguous(e, sending ? block(c, j) : block(j, c))) return false;
+    }
+    return true;
+  };
+  const bool send_direct = direct(ext, true), recv_direct = direct(out_ext, false);
+  // one piece of all of a block when every member sends and receives where the blocks lie:
+  // decided on the largest block (as it lies on member 0), the same way on every member
+  const auto largest = block(0, 0);
+  auto on_first = [&](std::array<std::size_t, N> e, std::size_t d) {
+    e[d] = largest[d];
+    return e;
+  };
+  const bool whole = p == 1 || (box_is_contiguous(on_first(ext, leaving), largest) &&
+                                box_is_contiguous(on_first(out_ext, arriving), largest));
   const std::size_t budget =
-      send_direct && recv_direct
-          ? block_size
-          : std::max<std::size_t>(1, alltoall_staging_bytes / sizeof(T) / (p - 1));
-  const std::size_t stage_size = (p - 1) * std::min(budget, block_size);
+      whole ? element_count(largest)
+            : std::max<std::size_t>(1, alltoall_staging_bytes / sizeof(T) / (p - 1));
+  const std::size_t stage_size = (p - 1) * std::min(budget, element_count(largest));
   T* const send_stage = send_direct ? nullptr : staging<T, send_staging>(stage_size);
   T* const recv_stage = recv_direct ? nullptr : staging<T, receive_staging>(stage_size);
-  alltoall<over<M>>::template run_in_pieces<T>(mesh, element_count(ext), [&](auto& exchange) {
-    std::vector<std::size_t> send_offsets(p), recv_offsets(p);
-    for_each_piece(block, budget, [&](const auto& at, const auto& piece) {
-      // own piece first: the rows of src it reads hold the others' pieces too
-      copy_box(src, ext, send_at(c, at), dst, out_ext, recv_at(c, at), piece);
-      const std::size_t n = element_count(piece);
-      for (std::size_t j = 0; j < p; ++j) {
-        if (j == c) continue;
-        const std::size_t slot = (j < c ? j : j - 1) * n;  // staged pieces: p - 1 in a row
-        if (send_direct) {
-          send_offsets[j] = linear_index(send_at(j, at), ext);
-        } else {
-          copy_box(src, ext, send_at(j, at), send_stage + slot, piece, zero, piece);
-          send_offsets[j] = slot;
-        }
-        recv_offsets[j] = recv_direct ? linear_index(recv_at(j, at), out_ext) : slot;
-      }
-      exchange(send_direct ? src : send_stage, send_offsets.data(), recv_direct ? dst : recv_stage,
-               recv_offsets.data(), n);
-      if (!recv_direct) {
-        for (std::size_t j = 0; j < p; ++j) {
-          if (j == c) continue;
-          copy_box(recv_stage + recv_offsets[j], piece, zero, dst, out_ext, recv_at(j, at), piece);
-        }
-      }
-    });
-  });
-}
-
-// [a/m, b] |-> [a, b/m] over the members of M where a or b is split unevenly, so the blocks
-// differ in size: block j of b (stripe j of b, this rank's stripe of a) to member j, member j's
-// block (its stripe of a, this rank's stripe of b) into stripe j of a, one alltoall of blocks
-// of their own sizes (alltoall::run_blocks_where). As in alltoall_step, this rank's own block
-// is copied from src to dst directly, and a block goes to MPI where it lies when it is one run
-// of memory on that side; the strided ones are packed whole, before the exchange on the
-// sending side and unpacked after it on the receiving one (at most the slice again on each).
-template <class M, class Mesh, class T, std::size_t N>
-void alltoall_step_blocks(const Mesh& mesh, const relayout_step& s, const T* src,
-                          const std::array<std::size_t, N>& ext, T* dst,
-                          const std::array<std::size_t, N>& out_ext,
-                          const std::array<std::size_t, N>& global) {
-  const std::size_t p = static_cast<std::size_t>(mesh.template size<M>());
-  const std::size_t me = static_cast<std::size_t>(mesh.template coordinate<M>());
-  const std::array<std::size_t, N> zero{};
-  auto box = [&](const std::array<std::size_t, N>& e, int d, std::size_t j) {
-    return with_extent(e, d, stripe_size(global[static_cast<std::size_t>(d)], p, j));
-  };
-  auto at = [&](int d, std::size_t j) {
-    return with_extent(zero, d, stripe_begin(global[static_cast<std::size_t>(d)], p, j));
-  };
-  // block j's place: its offset in src (dst) if one run of memory there, else in the packed one
-  struct place {
-    bool packed = false;
-    std::size_t offset = 0;
-  };
-  std::vector<std::size_t> send_counts(p), recv_counts(p);
-  std::vector<place> sent(p), received(p);
-  std::size_t send_packed = 0, recv_packed = 0;
-  for (std::size_t j = 0; j < p; ++j) {
-    const auto sb = box(ext, s.arriving, j), rb = box(out_ext, s.leaving, j);
-    send_counts[j] = element_count(sb);
-    recv_counts[j] = element_count(rb);
-    if (j == me) continue;
-    sent[j] = box_is_contiguous(ext, sb)
-                  ? place{false, linear_index(at(s.arriving, j), ext)}
-                  : place{true, std::exchange(send_packed, send_packed + send_counts[j])};
-    received[j] = box_is_contiguous(out_ext, rb)
-                      ? place{false, linear_index(at(s.leaving, j), out_ext)}
-                      : place{true, std::exchange(recv_packed, recv_packed + recv_counts[j])};
-  }
-  scratch<T> send(mesh.planning() ? 0 : send_packed), recv(mesh.planning() ? 0 : recv_packed);
-  if (!mesh.planning()) {
-    for (std::size_t j = 0; j < p; ++j) {
-      if (j == me || !sent[j].packed) continue;
-      const auto b = box(ext, s.arriving, j);
-      copy_box(src, ext, at(s.arriving, j), send.data() + sent[j].offset, b, zero, b);
-    }
-  }
-  alltoall<over<M>>::template run_blocks_where<T>(
-      mesh, std::span<const std::size_t>(send_counts),
-      [&](std::size_t j) { return (sent[j].packed ? send.data() : src) + sent[j].offset; },
-      std::span<const std::size_t>(recv_counts),
-      [&](std::size_t j) { return (received[j].packed ? recv.data() : dst) + received[j].offset; });
-  if (mesh.planning()) return;
-  const auto own = box(ext, s.arriving, me);
-  copy_box(src, ext, at(s.arriving, me), dst, out_ext, at(s.leaving, me), own);
-  for (std::size_t j = 0; j < p; ++j) {
-    if (j == me || !received[j].packed) continue;
-    const auto b = box(out_ext, s.leaving, j);
-    copy_box(recv.data() + received[j].offset, b, zero, dst, out_ext, at(s.leaving, j), b);
-  }
+  std::vector<std::size_t> send_counts(p);
+  for (std::size_t j = 0; j < p; ++j) send_counts[j] = element_count(block(c, j));
+  alltoall<over<M>>::template run_in_pieces<T>(
+      mesh, std::span<const std::size_t>(send_counts), p * element_count(largest),
+      [&](auto& exchange) {
+        std::vector<std::size_t> send_offsets(p), recv_offsets(p), sent(p), received(p);
+        std::vector<std::array<std::size_t, N>> in(p);  // the received pieces
+        for_each_piece(largest, budget, [&](const auto& at, const auto& piece) {
+          // own piece first: the rows of src it reads hold the others' pieces too
+          const auto own = clip(block(c, c), at, piece);
+          if (element_count(own) > 0)
+            copy_box(src, ext, send_at(c, at), dst, out_ext, recv_at(c, at), own);
+          std::size_t staged_out = 0, staged_in = 0;  // values staged so far, p - 1 in a row
+          for (std::size_t j = 0; j < p; ++j) {
+            if (j == c) continue;
+            const auto out = clip(block(c, j), at, piece);
+            in[j] = clip(block(j, c), at, piece);
+            sent[j] = element_count(out);
+            received[j] = element_count(in[j]);
+            if (sent[j] == 0) {
+              send_offsets[j] = 0;
+            } else if (send_direct) {
+              send_offsets[j] = linear_index(send_at(j, at), ext);
+            } else {
+              copy_box(src, ext, send_at(j, at), send_stage + staged_out, out, zero, out);
+              send_offsets[j] = std::exchange(staged_out, staged_out + sent[j]);
+            }
+            recv_offsets[j] = received[j] == 0 ? 0
+                              : recv_direct    ? linear_index(recv_at(j, at), out_ext)
+                                               : std::exchange(staged_in, staged_in + received[j]);
+          }
+          exchange(send_direct ? src : send_stage, send_offsets.data(), sent.data(),
+                   recv_direct ? dst : recv_stage, recv_offsets.data(), received.data());
+          if (recv_direct) return;
+          for (std::size_t j = 0; j < p; ++j) {
+            if (j == c || received[j] == 0) continue;
+            copy_box(recv_stage + recv_offsets[j], in[j], zero, dst, out_ext, recv_at(j, at),
+                     in[j]);
+          }
+        });
+      });
 }
 
 // apply_step(mesh, s, src, src_ext, dst, global): one step, from src (extents src_ext) into dst
@@ -366,7 +339,6 @@ void apply_step(const Mesh& mesh, const relayout_step& s, const T* src,
     const std::array<std::size_t, N> zero{};
     const auto out_ext = extent_after(mesh, s, ext, global);
     const std::size_t count = element_count(ext);
-    const bool even = splits_evenly(s, global, p);
     auto at = [&](int d, std::size_t i) { return with_extent(zero, d, i); };
     if (s.kind == relayout_step_kind::slice) {
       // [b] |-> [b/m]   keep this rank's stripe of b
@@ -393,10 +365,8 @@ void apply_step(const Mesh& mesh, const relayout_step& s, const T* src,
                    at(s.leaving, stripe_begin(global[leaving], p, j)), b);
         }
       }
-    } else if (even) {
-      alltoall_step<M>(mesh, s, src, ext, dst, out_ext);
     } else {
-      alltoall_step_blocks<M>(mesh, s, src, ext, dst, out_ext, global);
+      alltoall_step<M>(mesh, s, src, ext, dst, out_ext, global);
     }
   });
 }
