@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "arguments.hpp"
 #include "bench.hpp"
 
 #ifdef MESHPP_BENCH_HAVE_SCALAPACK
@@ -338,19 +339,26 @@ int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   std::vector<std::size_t> sizes;
   bool one_dim = true;
-  for (int a = 1; a < argc; ++a) {
-    const std::string arg = argv[a];
-    if (arg == "--two-dim-only") {
-      one_dim = false;
-    } else if (arg == "--n" && a + 1 < argc &&
-               std::string(argv[a + 1]).find_first_not_of("0123456789") == std::string::npos &&
-               std::strtoul(argv[a + 1], nullptr, 10) > 0) {
-      sizes.push_back(static_cast<std::size_t>(std::strtoul(argv[++a], nullptr, 10)));
-    } else {  // the same arguments on every rank: every rank leaves here
-      if (boost::mpi::communicator().rank() == 0)
-        std::fprintf(stderr, "usage: einsum_distributed [--n size]... [--two-dim-only]\n");
-      return 2;
+  examples::arguments args(
+      "einsum_distributed",
+      "usage: einsum_distributed [--n N]... [--two-dim-only]\n"
+      "  --n             a matrix size, at least 1 (repeatable; 2048 if none)\n"
+      "  --two-dim-only  only the 2-D mesh case",
+      argc, argv);
+  try {
+    while (args.next()) {
+      if (args.is("--two-dim-only")) {
+        one_dim = false;
+      } else if (args.is("--n")) {
+        sizes.push_back(args.count());
+        if (sizes.back() == 0) throw mp::error("einsum_distributed: --n must be at least 1");
+      } else {
+        args.unknown();
+      }
     }
+  } catch (const mp::error& e) {  // every rank reads the same arguments: each says why
+    std::fprintf(stderr, "rank %d: %s\n", boost::mpi::communicator().rank(), e.what());
+    return 1;
   }
   if (sizes.empty()) sizes = {2048};
 #ifndef MESHPP_BENCH_HAVE_SCALAPACK

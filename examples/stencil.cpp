@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "arguments.hpp"
+
 namespace mp = meshpp;
 
 MESHPP_DIM(x);
@@ -30,7 +32,7 @@ double initial(std::size_t i, std::size_t j, std::size_t nx, std::size_t ny) {
 }
 
 // The reference: the same update on the whole grid, one rank, no mesh.
-std::vector<double> reference(std::size_t nx, std::size_t ny, int steps, bool periodic) {
+std::vector<double> reference(std::size_t nx, std::size_t ny, std::size_t steps, bool periodic) {
   std::vector<double> u(nx * ny), next(nx * ny);
   for (std::size_t i = 0; i < nx; ++i)
     for (std::size_t j = 0; j < ny; ++j) u[i * ny + j] = initial(i, j, nx, ny);
@@ -39,7 +41,7 @@ std::vector<double> reference(std::size_t nx, std::size_t ny, int steps, bool pe
     if (i < 0 || j < 0 || i >= long(nx) || j >= long(ny)) return 0.0;
     return u[i * ny + j];
   };
-  for (int s = 0; s < steps; ++s) {
+  for (std::size_t s = 0; s < steps; ++s) {
     for (long i = 0; i < long(nx); ++i) {
       for (long j = 0; j < long(ny); ++j) {
         const double c = at(i, j);
@@ -54,21 +56,31 @@ std::vector<double> reference(std::size_t nx, std::size_t ny, int steps, bool pe
 
 int main(int argc, char** argv) {
   mp::environment env(argc, argv);
-  std::size_t nx = 64, ny = 64;
-  int steps = 50;
+  std::size_t nx = 64, ny = 64, steps = 50;
   bool periodic = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--nx" && i + 1 < argc)
-      nx = std::stoul(argv[++i]);
-    else if (a == "--ny" && i + 1 < argc)
-      ny = std::stoul(argv[++i]);
-    else if (a == "--steps" && i + 1 < argc)
-      steps = std::stoi(argv[++i]);
-    else if (a == "--periodic")
-      periodic = true;
-    else
-      throw mp::error("stencil: unknown argument '" + a + "'");
+  examples::arguments args("stencil",
+                           "usage: stencil [--nx NX] [--ny NY] [--steps S] [--periodic]\n"
+                           "  --nx, --ny   the grid's rows and columns (64 each; at least 1)\n"
+                           "  --steps      the diffusion steps (50)\n"
+                           "  --periodic   wrap around at the edges instead of zeros beyond them",
+                           argc, argv);
+  try {
+    while (args.next()) {
+      if (args.is("--nx"))
+        nx = args.count();
+      else if (args.is("--ny"))
+        ny = args.count();
+      else if (args.is("--steps"))
+        steps = args.count();
+      else if (args.is("--periodic"))
+        periodic = true;
+      else
+        args.unknown();
+    }
+    if (nx == 0 || ny == 0) throw mp::error("stencil: --nx and --ny must be at least 1");
+  } catch (const mp::error& e) {  // every rank reads the same arguments: each says why
+    std::fprintf(stderr, "rank %d: %s\n", boost::mpi::communicator().rank(), e.what());
+    return 1;
   }
   const int n = boost::mpi::communicator().size();
   int r = 1;
@@ -81,7 +93,7 @@ int main(int argc, char** argv) {
   auto u = mp::generate<double, x, y>(mesh, sizes,
                                       [&](const auto& g) { return initial(g[0], g[1], nx, ny); });
   auto next = u;
-  for (int s = 0; s < steps; ++s) {
+  for (std::size_t s = 0; s < steps; ++s) {
     const auto hx = mp::halo_exchange<x>(u, 1, b);  // [lx + 2, ly]
     const auto hy = mp::halo_exchange<y>(u, 1, b);  // [lx, ly + 2]
     const std::size_t lx = u.local_shape()[0], ly = u.local_shape()[1];
@@ -104,7 +116,7 @@ int main(int argc, char** argv) {
       diff = std::max(diff, std::abs(whole.data()[e] - want[e]));
     const auto moved = mesh.counters().total(mp::collective::permute);
     std::printf(
-        "stencil %zux%zu, %d steps, %s boundary, mesh %s: max |diff| against one rank "
+        "stencil %zux%zu, %zu steps, %s boundary, mesh %s: max |diff| against one rank "
         "= %g; halo values sent per processor %llu in %llu permutes\n",
         nx, ny, steps, periodic ? "periodic" : "zero", mesh.describe().c_str(), diff,
         static_cast<unsigned long long>(moved.values),
