@@ -196,6 +196,16 @@ TEST_CASE("relayout, shift, gather to a root and gradient buckets in pieces give
     const auto whole = mp::relayout<to>(t);
     const auto pieces = with_limit(limit, [&] { return mp::relayout<to>(t); });
     CHECK(meshpp_test::bit_equal(whole.local(), pieces.local()));
+    // split unevenly, some stripes empty where a dim is shorter than its mesh dim: blocks of
+    // their own sizes, none at all for some members, in point-to-point messages
+    for (const auto& uneven :
+         {mp::extents{a{} = 2 * n + 1, b{} = n + 1}, mp::extents{a{} = 1, b{} = 2 * n + 1}}) {
+      const auto u = mp::random_uniform<t_from>(m, uneven, 8);
+      const auto u_whole = mp::relayout<to>(u);
+      const auto u_pieces = with_limit(limit, [&] { return mp::relayout<to>(u); });
+      CHECK(meshpp_test::bit_equal(u_whole.local(), u_pieces.local()));
+      CHECK(meshpp_test::bit_equal(mp::gather(u_pieces), mp::gather(u)));
+    }
 
     const auto shifted = mp::shift<a>(t, 5, mp::boundary::wrap);
     const auto shifted_pieces =

@@ -126,9 +126,8 @@ void allreduce_in_place(MPI_Comm comm, T* data, std::size_t n, MPI_Op op, const 
 /// at recv + recv_offsets[j] (offsets in values), counts of their own per member (where a dim
 /// splits unevenly they differ). This member's own entries are ignored: its block never leaves the
 /// rank, and the caller copies it. One MPI_Alltoallv per piece, whose int counts and
-/// displacements are measured from the lowest block, so only the span of one piece's blocks
-/// must fit in an int, not the offsets into the whole buffer; where the buffers' bound does not
-/// (or mpi_count_limit is lowered), point-to-point messages (exchange_messages).
+/// displacements are measured from the lowest block; where the buffers' bound does not fit an
+/// int (or mpi_count_limit is lowered below it), point-to-point messages (exchange_messages).
 template <class T>
 class alltoall_exchange {
  public:
@@ -145,7 +144,7 @@ class alltoall_exchange {
         recv_displs_(p_) {}
 
   // send_counts[j] values to member j, recv_counts[j] from member j (the offset of an empty
-  // block is not read). Every member calls it, whatever its counts.
+  // block is not used). Every member calls it, whatever its counts.
   void operator()(const T* send, const std::size_t* send_offsets, const std::size_t* send_counts,
                   T* recv, const std::size_t* recv_offsets, const std::size_t* recv_counts) {
     if (p_ == 1) return;
@@ -157,10 +156,12 @@ class alltoall_exchange {
       exchange_messages(
           MPI_Comm(comm_), type, sizeof(T),
           [&](std::size_t j) {
-            return std::pair{static_cast<const void*>(send + send_offsets[j]), send_counts[j]};
+            const T* at = send_counts[j] > 0 ? send + send_offsets[j] : send;
+            return std::pair{static_cast<const void*>(at), send_counts[j]};
           },
           [&](std::size_t j) {
-            return std::pair{static_cast<void*>(recv + recv_offsets[j]), recv_counts[j]};
+            T* at = recv_counts[j] > 0 ? recv + recv_offsets[j] : recv;
+            return std::pair{static_cast<void*>(at), recv_counts[j]};
           },
           site);
       return;
@@ -423,8 +424,8 @@ struct alltoall<over<Ms...>> {
   }
 
   // run_blocks(m, send, send_counts, recv, recv_counts): blocks of different sizes, back to
-  // back in member order: send_counts[j] values to member j, recv_counts[j] from member j (a
-  // relayout of a dim split unevenly). This member's own block is copied.
+  // back in member order: send_counts[j] values to member j, recv_counts[j] from member j;
+  // each member knows only its own counts. This member's own block is copied.
   template <class Mesh, class T>
   static void run_blocks(const Mesh& m, std::span<const T> send,
                          std::span<const std::size_t> send_counts, std::span<T> recv,
@@ -507,9 +508,9 @@ struct alltoall<over<Ms...>> {
                         detail::bytes<T>(values - send_counts[me]));
     if (m.planning()) return;
     const auto& comm = g::comm(m);
-    auto site = g::template site<T>("alltoall", values);
-    site.count_agrees = false;  // a member's count is its own where a dim splits unevenly
-    detail::before_collective(MPI_Comm(comm), site);
+    // the call names the bound, which every member shares (its values where the split is even;
+    // where it is not, each member's count is its own)
+    detail::before_collective(MPI_Comm(comm), g::template site<T>("alltoall", bound));
     detail::alltoall_exchange<T> exchange(comm, bound);
     move(exchange);
   }

@@ -260,11 +260,12 @@ void alltoall_step(const Mesh& mesh, const relayout_step& s, const T* src,
     return piece;
   };
   const std::array<std::size_t, N> zero{};
-  // every other member's block is one run of memory on this side (a loop: clang 14 cannot
-  // compile libstdc++ 12's views)
+  // every other member's block is one run of memory on this side, or empty (a loop: clang 14
+  // cannot compile libstdc++ 12's views)
   auto direct = [&](const std::array<std::size_t, N>& e, bool sending) {
     for (std::size_t j = 0; j < p; ++j) {
-      if (j != c && !box_is_contiguous(e, sending ? block(c, j) : block(j, c))) return false;
+      const auto b = sending ? block(c, j) : block(j, c);
+      if (j != c && element_count(b) > 0 && !box_is_contiguous(e, b)) return false;
     }
     return true;
   };
@@ -282,13 +283,13 @@ void alltoall_step(const Mesh& mesh, const relayout_step& s, const T* src,
       whole ? element_count(largest)
             : std::max<std::size_t>(1, alltoall_staging_bytes / sizeof(T) / (p - 1));
   const std::size_t stage_size = (p - 1) * std::min(budget, element_count(largest));
-  T* const send_stage = send_direct ? nullptr : staging<T, send_staging>(stage_size);
-  T* const recv_stage = recv_direct ? nullptr : staging<T, receive_staging>(stage_size);
   std::vector<std::size_t> send_counts(p);
   for (std::size_t j = 0; j < p; ++j) send_counts[j] = element_count(block(c, j));
   alltoall<over<M>>::template run_in_pieces<T>(
       mesh, std::span<const std::size_t>(send_counts), p * element_count(largest),
-      [&](auto& exchange) {
+      [&](auto& exchange) {  // (not called on a planned mesh: no staging there)
+        T* const send_stage = send_direct ? nullptr : staging<T, send_staging>(stage_size);
+        T* const recv_stage = recv_direct ? nullptr : staging<T, receive_staging>(stage_size);
         std::vector<std::size_t> send_offsets(p), recv_offsets(p), sent(p), received(p);
         std::vector<std::array<std::size_t, N>> in(p);  // the received pieces
         for_each_piece(largest, budget, [&](const auto& at, const auto& piece) {
