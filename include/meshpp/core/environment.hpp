@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <string_view>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -36,6 +37,60 @@ inline bool keep_freed_memory() {
   return mmap_ok && trim_ok;
 #else
   return false;
+#endif
+}
+
+// blas_kernel_advice(kernel, avx2, avx512f): a warning, or nothing, for OpenBLAS running the
+// kernels it calls `kernel` on a CPU with AVX2 (and AVX-512F). A DYNAMIC_ARCH OpenBLAS (Debian's)
+// picks its kernels by the CPU's model number; where it does not know the model, as on virtual
+// machines that report a generic one, it falls back to kernels written before AVX2. Measured on
+// such a machine (2026-11-27, OpenBLAS 0.3.21, which chose Prescott): the README's MNIST run
+// took 60 s instead of 27 s with OPENBLAS_CORETYPE=SkylakeX, the Transformer step ran at a third
+// of its speed, and the sums round differently. Empty for any other kernel, or with no AVX2.
+inline std::string blas_kernel_advice(std::string_view kernel, bool avx2, bool avx512f) {
+  static constexpr std::string_view before_avx2[] = {
+      "Prescott", "Core2",       "Penryn",       "Dunnington", "Nehalem",
+      "Atom",     "Sandybridge", "Katmai",       "Coppermine", "Northwood",
+      "Banias",   "Opteron",     "Opteron_SSE3", "Barcelona",  "Bobcat"};
+  bool old = false;
+  for (std::string_view k : before_avx2) old = old || kernel == k;
+  if (!avx2 || !old) return {};
+  const char* better = avx512f ? "SkylakeX" : "Haswell";
+  return "meshpp: OpenBLAS runs its " + std::string(kernel) + " kernels on a CPU with " +
+         (avx512f ? "AVX-512" : "AVX2") +
+         " (it did not recognise the CPU's model, as on many virtual machines), so matrix "
+         "products run several times slower than they can: set OPENBLAS_CORETYPE=" +
+         better +
+         " on every rank (mpiexec -x OPENBLAS_CORETYPE), or MESHPP_QUIET_BLAS=1 to "
+         "silence this";
+}
+
+}  // namespace detail
+}  // namespace meshpp
+
+// OpenBLAS's own query of the kernels it chose; weak, so a program linked with another BLAS
+// (or with none) sees a null pointer instead of failing to link. OpenBLAS's cblas.h declares
+// it too, without the weak.
+// NOLINTNEXTLINE(readability-redundant-declaration)
+extern "C" char* openblas_get_corename(void) __attribute__((weak));
+
+namespace meshpp {
+namespace detail {
+
+// advise_on_blas(): blas_kernel_advice for this process's OpenBLAS and CPU, printed by rank 0
+// of MPI_COMM_WORLD (every rank runs the same library on the same kind of CPU, as a rule);
+// nothing with another BLAS, off x86, or with MESHPP_QUIET_BLAS set
+inline void advise_on_blas() {
+#if defined(__x86_64__) || defined(__i386__)
+  if (std::getenv("MESHPP_QUIET_BLAS") || !openblas_get_corename) return;
+  const char* kernel = openblas_get_corename();
+  if (!kernel) return;
+  const std::string advice =
+      blas_kernel_advice(kernel, __builtin_cpu_supports("avx2"), __builtin_cpu_supports("avx512f"));
+  int rank = 0;
+  if (advice.empty() || MPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS || rank != 0) return;
+  std::fprintf(stderr, "%s\n", advice.c_str());
+  std::fflush(stderr);
 #endif
 }
 
@@ -76,14 +131,17 @@ inline bool keep_freed_memory() {
 /// blocks up to 32 MiB from the heap, up to 1 GiB of free heap kept), so the temporaries every
 /// training step makes are not mapped and faulted in afresh each time; set
 /// MESHPP_SYSTEM_MALLOC=1 (or glibc's own MALLOC_MMAP_THRESHOLD_) to leave malloc alone.
+/// Rank 0 warns when OpenBLAS runs kernels older than the CPU (detail::advise_on_blas).
 class environment {
  public:
   environment(int& argc, char**& argv)
       : malloc_tuned_(detail::keep_freed_memory()), env_(argc, argv, /*abort_on_exception=*/true) {
     std::set_terminate(&detail::abort_job);
+    detail::advise_on_blas();
   }
   environment() : malloc_tuned_(detail::keep_freed_memory()), env_(/*abort_on_exception=*/true) {
     std::set_terminate(&detail::abort_job);
+    detail::advise_on_blas();
   }
 
   /// whether this environment set malloc to keep freed memory (see above)
