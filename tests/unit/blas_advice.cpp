@@ -1,6 +1,6 @@
 // meshpp::environment's warning about OpenBLAS kernels older than the CPU: given for the
-// kernels written before AVX2 on a CPU with AVX2, naming the kernel and the OPENBLAS_CORETYPE
-// that fits the CPU; not given for current kernels or on a CPU without AVX2.
+// kernels written before AVX2 on a CPU with AVX2 and FMA, naming the kernel and the
+// OPENBLAS_CORETYPE that fits the CPU; not given for current kernels or on a CPU without them.
 #include <meshpp/core/environment.hpp>
 
 #include <string>
@@ -19,6 +19,8 @@ TEST_CASE("blas_kernel_advice: old kernels on an AVX2 or AVX-512 CPU get the fit
   CHECK(on_avx2.find("its Nehalem kernels on a CPU with AVX2") != std::string::npos);
   CHECK(on_avx2.find("OPENBLAS_CORETYPE=Haswell") != std::string::npos);
   CHECK(!blas_kernel_advice("Sandybridge", true, false).empty());
+  CHECK(!blas_kernel_advice("Nano", true, false).empty());
+  CHECK(!blas_kernel_advice("Steamroller", true, false).empty());
 }
 
 TEST_CASE("blas_kernel_advice: nothing for current kernels or a CPU without AVX2") {

@@ -40,29 +40,32 @@ inline bool keep_freed_memory() {
 #endif
 }
 
-// blas_kernel_advice(kernel, avx2, avx512f): a warning, or nothing, for OpenBLAS running the
-// kernels it calls `kernel` on a CPU with AVX2 (and AVX-512F). A DYNAMIC_ARCH OpenBLAS (Debian's)
-// picks its kernels by the CPU's model number; where it does not know the model, as on virtual
-// machines that report a generic one, it falls back to kernels written before AVX2. Measured on
-// such a machine (2026-11-27, OpenBLAS 0.3.21, which chose Prescott): the README's MNIST run
+// blas_kernel_advice(kernel, avx2, avx512): a warning, or nothing, for OpenBLAS running the
+// kernels it calls `kernel` on a CPU with AVX2 and FMA (avx2) and AVX-512 F, BW and VL
+// (avx512: what OpenBLAS's SkylakeX kernels need). A DYNAMIC_ARCH OpenBLAS (Debian's) picks
+// its kernels by the CPU's model number; where it does not know the model, as on virtual
+// machines that report a generic one, it falls back to kernels written before AVX2. Measured
+// on such a machine (2026-11-27, OpenBLAS 0.3.21, which chose Prescott): the README's MNIST run
 // took 60 s instead of 27 s with OPENBLAS_CORETYPE=SkylakeX, the Transformer step ran at a third
-// of its speed, and the sums round differently. Empty for any other kernel, or with no AVX2.
-inline std::string blas_kernel_advice(std::string_view kernel, bool avx2, bool avx512f) {
+// of its speed, and the sums round differently. Empty for any other kernel, or without AVX2
+// and FMA (the Haswell kernels need both).
+inline std::string blas_kernel_advice(std::string_view kernel, bool avx2, bool avx512) {
+  // OpenBLAS 0.3.21's names of its x86 kernels written before AVX2
   static constexpr std::string_view before_avx2[] = {
-      "Prescott", "Core2",       "Penryn",       "Dunnington", "Nehalem",
-      "Atom",     "Sandybridge", "Katmai",       "Coppermine", "Northwood",
-      "Banias",   "Opteron",     "Opteron_SSE3", "Barcelona",  "Bobcat"};
+      "Prescott",  "Core2",       "Penryn",    "Dunnington", "Nehalem",
+      "Atom",      "Nano",        "Katmai",    "Coppermine", "Northwood",
+      "Banias",    "Sandybridge", "Athlon",    "Opteron",    "Opteron_SSE3",
+      "Barcelona", "Bobcat",      "Bulldozer", "Piledriver", "Steamroller"};
   bool old = false;
   for (std::string_view k : before_avx2) old = old || kernel == k;
   if (!avx2 || !old) return {};
-  const char* better = avx512f ? "SkylakeX" : "Haswell";
+  const char* better = avx512 ? "SkylakeX" : "Haswell";
   return "meshpp: OpenBLAS runs its " + std::string(kernel) + " kernels on a CPU with " +
-         (avx512f ? "AVX-512" : "AVX2") +
+         (avx512 ? "AVX-512" : "AVX2") +
          " (it did not recognise the CPU's model, as on many virtual machines), so matrix "
          "products run several times slower than they can: set OPENBLAS_CORETYPE=" +
-         better +
-         " on every rank (mpiexec -x OPENBLAS_CORETYPE), or MESHPP_QUIET_BLAS=1 to "
-         "silence this";
+         better + " on every rank (Open MPI: mpiexec -x OPENBLAS_CORETYPE), or " +
+         "MESHPP_QUIET_BLAS=1 to silence this";
 }
 
 }  // namespace detail
@@ -79,14 +82,17 @@ namespace detail {
 
 // advise_on_blas(): blas_kernel_advice for this process's OpenBLAS and CPU, printed by rank 0
 // of MPI_COMM_WORLD (every rank runs the same library on the same kind of CPU, as a rule);
-// nothing with another BLAS, off x86, or with MESHPP_QUIET_BLAS set
+// nothing with another BLAS, with a static OpenBLAS (a weak reference does not pull the query
+// in), off x86, or with MESHPP_QUIET_BLAS set
 inline void advise_on_blas() {
 #if defined(__x86_64__) || defined(__i386__)
   if (std::getenv("MESHPP_QUIET_BLAS") || !openblas_get_corename) return;
   const char* kernel = openblas_get_corename();
   if (!kernel) return;
-  const std::string advice =
-      blas_kernel_advice(kernel, __builtin_cpu_supports("avx2"), __builtin_cpu_supports("avx512f"));
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl");
+  const std::string advice = blas_kernel_advice(kernel, avx2, avx512);
   int rank = 0;
   if (advice.empty() || MPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS || rank != 0) return;
   std::fprintf(stderr, "%s\n", advice.c_str());
