@@ -273,12 +273,9 @@ void alltoall_step(const Mesh& mesh, const relayout_step& s, const T* src,
   // one piece of all of a block when every member sends and receives where the blocks lie:
   // decided on the largest block (as it lies on member 0), the same way on every member
   const auto largest = block(0, 0);
-  auto on_first = [&](std::array<std::size_t, N> e, std::size_t d) {
-    e[d] = largest[d];
-    return e;
-  };
-  const bool whole = p == 1 || (box_is_contiguous(on_first(ext, leaving), largest) &&
-                                box_is_contiguous(on_first(out_ext, arriving), largest));
+  const bool whole =
+      p == 1 || (box_is_contiguous(with_extent(ext, s.leaving, largest[leaving]), largest) &&
+                 box_is_contiguous(with_extent(out_ext, s.arriving, largest[arriving]), largest));
   const std::size_t budget =
       whole ? element_count(largest)
             : std::max<std::size_t>(1, alltoall_staging_bytes / sizeof(T) / (p - 1));
