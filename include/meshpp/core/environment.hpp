@@ -10,6 +10,10 @@
 #include <string>
 #include <string_view>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -40,16 +44,16 @@ inline bool keep_freed_memory() {
 #endif
 }
 
-// blas_kernel_advice(kernel, avx2, avx512): a warning, or nothing, for OpenBLAS running the
-// kernels it calls `kernel` on a CPU with AVX2 and FMA (avx2) and AVX-512 F, BW and VL
-// (avx512: what OpenBLAS's SkylakeX kernels need). A DYNAMIC_ARCH OpenBLAS (Debian's) picks
-// its kernels by the CPU's model number; where it does not know the model, as on virtual
-// machines that report a generic one, it falls back to kernels written before AVX2. Measured
-// on such a machine (2026-11-27, OpenBLAS 0.3.21, which chose Prescott): the README's MNIST run
-// took 60 s instead of 27 s with OPENBLAS_CORETYPE=SkylakeX, the Transformer step ran at a third
-// of its speed, and the sums round differently. Empty for any other kernel, or without AVX2
-// and FMA (the Haswell kernels need both).
-inline std::string blas_kernel_advice(std::string_view kernel, bool avx2, bool avx512) {
+// better_blas_kernels(kernel, avx2, avx512): the OpenBLAS kernels to run instead of those it
+// calls `kernel`, or nothing. `avx2`: the CPU has AVX2 and FMA (what OpenBLAS's Haswell
+// kernels need); `avx512`: it also has AVX-512 F, BW and VL (what its SkylakeX kernels need).
+// A DYNAMIC_ARCH OpenBLAS (Debian's) picks its kernels by the CPU's model number; on a model it
+// does not know, one newer than itself, it may fall back to kernels written before AVX2.
+// Measured on such a machine (2026-11-27, OpenBLAS 0.3.21 on an Intel CPU of family 6, model
+// 207, where it chose Prescott): the README's MNIST run took 60 s instead of 27 s with the
+// SkylakeX kernels, the Transformer step ran at a third of its speed. Nothing for any other
+// kernel, or without AVX2 and FMA.
+inline std::string_view better_blas_kernels(std::string_view kernel, bool avx2, bool avx512) {
   // OpenBLAS 0.3.21's names of its x86 kernels written before AVX2
   static constexpr std::string_view before_avx2[] = {
       "Prescott",  "Core2",       "Penryn",    "Dunnington", "Nehalem",
@@ -59,43 +63,107 @@ inline std::string blas_kernel_advice(std::string_view kernel, bool avx2, bool a
   bool old = false;
   for (std::string_view k : before_avx2) old = old || kernel == k;
   if (!avx2 || !old) return {};
-  const char* better = avx512 ? "SkylakeX" : "Haswell";
+  return avx512 ? "SkylakeX" : "Haswell";
+}
+
+// blas_kernel_advice(kernel, cpu, avx2, avx512): the warning for OpenBLAS running the kernels it
+// calls `kernel` where better_blas_kernels names better ones and meshpp did not switch (the
+// user chose them with OPENBLAS_CORETYPE, or MESHPP_BLAS_KERNELS=keep), or nothing. `cpu`: the
+// CPU's family and model, as "family 6, model 207".
+inline std::string blas_kernel_advice(std::string_view kernel, std::string_view cpu, bool avx2,
+                                      bool avx512) {
+  const std::string_view better = better_blas_kernels(kernel, avx2, avx512);
+  if (better.empty()) return {};
   return "meshpp: OpenBLAS runs its " + std::string(kernel) + " kernels on a CPU with " +
-         (avx512 ? "AVX-512" : "AVX2") +
-         " (it did not recognise the CPU's model, as on many virtual machines), so matrix "
-         "products run several times slower than they can: set OPENBLAS_CORETYPE=" +
-         better + " on every rank (Open MPI: mpiexec -x OPENBLAS_CORETYPE), or " +
-         "MESHPP_QUIET_BLAS=1 to silence this";
+         (avx512 ? "AVX-512" : "AVX2") + " (" + std::string(cpu) +
+         "), so matrix products run several times slower than they can: set "
+         "OPENBLAS_CORETYPE=" +
+         std::string(better) +
+         " on every rank (Open MPI: mpiexec -x OPENBLAS_CORETYPE), or leave it and "
+         "MESHPP_BLAS_KERNELS unset for meshpp to switch; MESHPP_QUIET_BLAS=1 silences this";
+}
+
+// blas_kernel_switch_note(chosen, used, cpu): the note that meshpp runs OpenBLAS's `used`
+// kernels instead of the `chosen` ones OpenBLAS picked for a CPU model it does not know
+inline std::string blas_kernel_switch_note(std::string_view chosen, std::string_view used,
+                                           std::string_view cpu) {
+  return "meshpp: OpenBLAS chose its " + std::string(chosen) +
+         " kernels, written before AVX2, for a CPU model it does not know (" + std::string(cpu) +
+         "); running its " + std::string(used) +
+         " kernels instead, which this CPU supports (MESHPP_BLAS_KERNELS=keep keeps OpenBLAS's "
+         "choice, OPENBLAS_CORETYPE chooses, MESHPP_QUIET_BLAS=1 silences this)";
 }
 
 }  // namespace detail
 }  // namespace meshpp
 
-// OpenBLAS's own query of the kernels it chose; weak, so a program linked with another BLAS
-// (or with none) sees a null pointer instead of failing to link. OpenBLAS's cblas.h declares
-// it too, without the weak.
+// OpenBLAS's own query of the kernels it runs, and the pair of functions with which it picks
+// them at start-up (gotoblas_dynamic_init reads OPENBLAS_CORETYPE) and forgets them at exit;
+// the pair exists only in a DYNAMIC_ARCH build. Weak, so a program linked with another BLAS (or
+// with none) sees null pointers instead of failing to link. OpenBLAS's cblas.h declares the
+// query too, without the weak.
 // NOLINTNEXTLINE(readability-redundant-declaration)
 extern "C" char* openblas_get_corename(void) __attribute__((weak));
+extern "C" void gotoblas_dynamic_init(void) __attribute__((weak));
+extern "C" void gotoblas_dynamic_quit(void) __attribute__((weak));
 
 namespace meshpp {
 namespace detail {
 
-// advise_on_blas(): blas_kernel_advice for this process's OpenBLAS and CPU, printed by rank 0
-// of MPI_COMM_WORLD (every rank runs the same library on the same kind of CPU, as a rule);
-// nothing with another BLAS, with a static OpenBLAS (a weak reference does not pull the query
-// in), off x86, or with MESHPP_QUIET_BLAS set
-inline void advise_on_blas() {
 #if defined(__x86_64__) || defined(__i386__)
-  if (std::getenv("MESHPP_QUIET_BLAS") || !openblas_get_corename) return;
-  const char* kernel = openblas_get_corename();
-  if (!kernel) return;
+// cpu_model(): "family F, model M" of this CPU, as OpenBLAS reads them (with the extended fields)
+inline std::string cpu_model() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return "family and model unknown";
+  unsigned family = (eax >> 8) & 0xf, model = (eax >> 4) & 0xf;
+  if (family == 6 || family == 15) model += ((eax >> 16) & 0xf) << 4;
+  if (family == 15) family += (eax >> 20) & 0xff;
+  return "family " + std::to_string(family) + ", model " + std::to_string(model);
+}
+#endif
+
+// choose_blas_kernels(): where OpenBLAS runs kernels written before AVX2 on a CPU that has
+// AVX2 (better_blas_kernels), have it run the better ones, as if OPENBLAS_CORETYPE had named
+// them at start-up: OpenBLAS's own re-pick (gotoblas_dynamic_quit, then gotoblas_dynamic_init
+// with OPENBLAS_CORETYPE set for the call; the variable is restored after). Called before the
+// program makes any BLAS call. Not done when the user set OPENBLAS_CORETYPE (their choice) or
+// MESHPP_BLAS_KERNELS=keep, or without a DYNAMIC_ARCH OpenBLAS: rank 0 of MPI_COMM_WORLD then
+// prints blas_kernel_advice instead. Rank 0 prints blas_kernel_switch_note when it switched;
+// MESHPP_QUIET_BLAS silences both (not the switch). Every rank decides alone, from its own
+// CPU and environment: the ranks of one job run the same library on the same kind of CPU, as a
+// rule. Nothing with another BLAS, with a static OpenBLAS, or off x86.
+inline void choose_blas_kernels() {
+#if defined(__x86_64__) || defined(__i386__)
+  if (!openblas_get_corename) return;
+  const char* chosen = openblas_get_corename();
+  if (!chosen) return;
+  const std::string kernel = chosen;
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl");
-  const std::string advice = blas_kernel_advice(kernel, avx2, avx512);
+  const std::string_view better = better_blas_kernels(kernel, avx2, avx512);
+  if (better.empty()) return;
+  const char* keep = std::getenv("MESHPP_BLAS_KERNELS");
+  std::string message;
+  if (!std::getenv("OPENBLAS_CORETYPE") && !(keep && std::string_view(keep) == "keep") &&
+      gotoblas_dynamic_init && gotoblas_dynamic_quit &&
+      setenv("OPENBLAS_CORETYPE", std::string(better).c_str(), 1) == 0) {
+    gotoblas_dynamic_quit();
+    gotoblas_dynamic_init();
+    unsetenv("OPENBLAS_CORETYPE");
+    const char* now = openblas_get_corename();
+    if (now && better == now)
+      message = blas_kernel_switch_note(kernel, better, cpu_model());
+    else
+      message = blas_kernel_advice(now ? now : kernel.c_str(), cpu_model(), avx2, avx512);
+  } else {
+    message = blas_kernel_advice(kernel, cpu_model(), avx2, avx512);
+  }
   int rank = 0;
-  if (advice.empty() || MPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS || rank != 0) return;
-  std::fprintf(stderr, "%s\n", advice.c_str());
+  if (message.empty() || std::getenv("MESHPP_QUIET_BLAS") ||
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS || rank != 0)
+    return;
+  std::fprintf(stderr, "%s\n", message.c_str());
   std::fflush(stderr);
 #endif
 }
@@ -137,17 +205,19 @@ inline void advise_on_blas() {
 /// blocks up to 32 MiB from the heap, up to 1 GiB of free heap kept), so the temporaries every
 /// training step makes are not mapped and faulted in afresh each time; set
 /// MESHPP_SYSTEM_MALLOC=1 (or glibc's own MALLOC_MMAP_THRESHOLD_) to leave malloc alone.
-/// Rank 0 warns when OpenBLAS runs kernels older than the CPU (detail::advise_on_blas).
+/// Where OpenBLAS runs kernels written before AVX2 on a CPU with AVX2 (it did not know the
+/// CPU's model), it has OpenBLAS run the kernels the CPU supports, and rank 0 says so
+/// (detail::choose_blas_kernels; MESHPP_BLAS_KERNELS=keep keeps OpenBLAS's choice).
 class environment {
  public:
   environment(int& argc, char**& argv)
       : malloc_tuned_(detail::keep_freed_memory()), env_(argc, argv, /*abort_on_exception=*/true) {
     std::set_terminate(&detail::abort_job);
-    detail::advise_on_blas();
+    detail::choose_blas_kernels();
   }
   environment() : malloc_tuned_(detail::keep_freed_memory()), env_(/*abort_on_exception=*/true) {
     std::set_terminate(&detail::abort_job);
-    detail::advise_on_blas();
+    detail::choose_blas_kernels();
   }
 
   /// whether this environment set malloc to keep freed memory (see above)
