@@ -2,7 +2,8 @@
 // OpenBLAS runs kernels written before AVX2 on a CPU with AVX2 and FMA, the better kernels
 // are named (SkylakeX with AVX-512 F, BW and VL, else Haswell) and, with a DYNAMIC_ARCH
 // OpenBLAS, switched to, after which sgemm still computes the right product; the user's
-// OPENBLAS_CORETYPE and MESHPP_BLAS_KERNELS=keep are obeyed; the messages name the kernels.
+// OPENBLAS_CORETYPE and MESHPP_BLAS_KERNELS=keep are obeyed; the messages name the kernels,
+// the CPU and why the kernels were kept.
 #include <meshpp/core/environment.hpp>
 
 #include <cblas.h>
@@ -33,20 +34,30 @@ TEST_CASE("better_blas_kernels: nothing for current kernels or a CPU without AVX
   CHECK(mpd::better_blas_kernels("", true, true).empty());
 }
 
-TEST_CASE("blas_kernel_advice and blas_kernel_switch_note name the kernels and the CPU") {
-  const std::string advice = mpd::blas_kernel_advice("Prescott", "family 6, model 207", true, true);
-  CHECK(advice.find("OpenBLAS runs its Prescott kernels on a CPU with AVX-512 (family 6, model "
-                    "207)") != std::string::npos);
-  CHECK(advice.find("OPENBLAS_CORETYPE=SkylakeX") != std::string::npos);
-  CHECK(advice.find("MESHPP_QUIET_BLAS=1") != std::string::npos);
-  CHECK(mpd::blas_kernel_advice("Nehalem", "x", true, false).find("OPENBLAS_CORETYPE=Haswell") !=
-        std::string::npos);
-  CHECK(mpd::blas_kernel_advice("Haswell", "x", true, false).empty());
+TEST_CASE("blas_kernel_advice and blas_kernel_switch_note name the kernels, the CPU and why") {
+  const auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  const std::string asked =
+      mpd::blas_kernel_advice("Prescott", "family 6, model 207", true, true, mpd::why_kept::asked);
+  CHECK(has(asked,
+            "OpenBLAS runs its Prescott kernels on a CPU with AVX-512 (family 6, model "
+            "207)"));
+  CHECK(has(asked, "as OPENBLAS_CORETYPE or MESHPP_BLAS_KERNELS=keep asked"));
+  CHECK(has(asked, "OPENBLAS_CORETYPE=SkylakeX on every rank"));
+  CHECK(has(asked, "MESHPP_QUIET_BLAS=1"));
+  CHECK(has(mpd::blas_kernel_advice("Nehalem", "x", true, false, mpd::why_kept::asked),
+            "OPENBLAS_CORETYPE=Haswell"));
+  CHECK(has(mpd::blas_kernel_advice("Nehalem", "x", true, false, mpd::why_kept::cannot_switch),
+            "not a DYNAMIC_ARCH build"));
+  CHECK(has(mpd::blas_kernel_advice("Nehalem", "x", true, false, mpd::why_kept::switch_failed),
+            "asked for its Haswell kernels, it kept these"));
+  CHECK(mpd::blas_kernel_advice("Haswell", "x", true, false, mpd::why_kept::asked).empty());
   const std::string note =
       mpd::blas_kernel_switch_note("Prescott", "SkylakeX", "family 6, model 207");
-  CHECK(note.find("chose its Prescott kernels") != std::string::npos);
-  CHECK(note.find("running its SkylakeX kernels instead") != std::string::npos);
-  CHECK(note.find("MESHPP_BLAS_KERNELS=keep") != std::string::npos);
+  CHECK(has(note, "chose its Prescott kernels"));
+  CHECK(has(note, "running its SkylakeX kernels instead"));
+  CHECK(has(note, "MESHPP_BLAS_KERNELS=keep"));
 }
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -62,20 +73,25 @@ std::string pick(const std::string& name) {
   return openblas_get_corename();
 }
 
-// the largest difference between sgemm's C = A B and the same product summed in double
+// sgemm_error(): the largest difference between sgemm's C = 2 A B + C and the same sum in
+// double, on sizes past every kernel's blocking, with remainders (small integers and quarters:
+// every kernel sums them exactly)
 double sgemm_error() {
-  const int m = 67, n = 45, k = 129;  // past every kernel's blocking, with remainders
-  std::vector<float> a(m * k), b(k * n), c(m * n, -1.0f);
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7 % 13)) - 6.0f;
-  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 5 % 11)) * 0.25f;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a.data(), k, b.data(), n,
-              0.0f, c.data(), n);
+  const std::size_t m = 203, n = 197, k = 1031;
+  std::vector<float> a(m * k), b(k * n), c(m * n);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i * 7 % 13) - 6.0f;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i * 5 % 11) * 0.25f;
+  for (std::size_t i = 0; i < c.size(); ++i) c[i] = static_cast<float>(i % 5);
+  const std::vector<float> c0 = c;
+  const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 2.0f, a.data(), ki, b.data(),
+              ni, 1.0f, c.data(), ni);
   double worst = 0;
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) {
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
       double sum = 0;
-      for (int l = 0; l < k; ++l) sum += double(a[i * k + l]) * double(b[l * n + j]);
-      worst = std::max(worst, std::abs(sum - double(c[i * n + j])));
+      for (std::size_t l = 0; l < k; ++l) sum += double(a[i * k + l]) * double(b[l * n + j]);
+      worst = std::max(worst, std::abs(2 * sum + double(c0[i * n + j]) - double(c[i * n + j])));
     }
   return worst;
 }
@@ -92,32 +108,36 @@ TEST_CASE("choose_blas_kernels: switches a DYNAMIC_ARCH OpenBLAS off old kernels
   }
   const std::string original = openblas_get_corename();
   const std::string better(mpd::better_blas_kernels("Prescott", avx2, avx512));
-  REQUIRE(setenv("MESHPP_QUIET_BLAS", "1", 1) == 0);
 
-  REQUIRE(pick("Prescott") ==
-          "Prescott");  // as OpenBLAS 0.3.21 picks on a CPU model it does not know
-  mpd::choose_blas_kernels();
-  CHECK(std::string(openblas_get_corename()) == better);
-  CHECK(std::getenv("OPENBLAS_CORETYPE") == nullptr);  // restored
-  CHECK(sgemm_error() == 0.0);  // small integers and quarters: every kernel sums them exactly
+  // as OpenBLAS 0.3.21 picks on a CPU model it does not know
+  REQUIRE(pick("Prescott") == "Prescott");
+  const std::string note = mpd::choose_blas_kernels();
+  const std::string now = openblas_get_corename();
+  CHECK(now != "Prescott");
+  CHECK(mpd::better_blas_kernels(now, avx2, avx512).empty());  // kernels the CPU supports
+  if (now == better)
+    CHECK(note.find("running its " + better + " kernels instead") != std::string::npos);
+  else  // a build without `better`, which gave other current kernels
+    CHECK(note.empty());
+  CHECK(std::getenv("OPENBLAS_CORETYPE") == nullptr);  // unset again
+  CHECK(sgemm_error() == 0.0);
 
   REQUIRE(pick("Prescott") == "Prescott");
   REQUIRE(setenv("MESHPP_BLAS_KERNELS", "keep", 1) == 0);
-  mpd::choose_blas_kernels();
+  CHECK(mpd::choose_blas_kernels().find("MESHPP_BLAS_KERNELS=keep asked") != std::string::npos);
   CHECK(std::string(openblas_get_corename()) == "Prescott");
   REQUIRE(unsetenv("MESHPP_BLAS_KERNELS") == 0);
 
   REQUIRE(setenv("OPENBLAS_CORETYPE", "Prescott", 1) == 0);  // the user's choice
-  mpd::choose_blas_kernels();
+  CHECK(mpd::choose_blas_kernels().find("as OPENBLAS_CORETYPE") != std::string::npos);
   CHECK(std::string(openblas_get_corename()) == "Prescott");
   CHECK(std::string(std::getenv("OPENBLAS_CORETYPE")) == "Prescott");
   REQUIRE(unsetenv("OPENBLAS_CORETYPE") == 0);
 
-  REQUIRE(pick(better) == better);  // current kernels stay
-  mpd::choose_blas_kernels();
-  CHECK(std::string(openblas_get_corename()) == better);
+  REQUIRE(pick(now) == now);  // current kernels stay, silently
+  CHECK(mpd::choose_blas_kernels().empty());
+  CHECK(std::string(openblas_get_corename()) == now);
 
-  REQUIRE(unsetenv("MESHPP_QUIET_BLAS") == 0);
   pick(original);  // the kernels OpenBLAS chose for the other tests of this program
 }
 #endif

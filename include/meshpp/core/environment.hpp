@@ -66,21 +66,39 @@ inline std::string_view better_blas_kernels(std::string_view kernel, bool avx2, 
   return avx512 ? "SkylakeX" : "Haswell";
 }
 
-// blas_kernel_advice(kernel, cpu, avx2, avx512): the warning for OpenBLAS running the kernels it
-// calls `kernel` where better_blas_kernels names better ones and meshpp did not switch (the
-// user chose them with OPENBLAS_CORETYPE, or MESHPP_BLAS_KERNELS=keep), or nothing. `cpu`: the
+// why_kept: why OpenBLAS still runs kernels older than the CPU: the user's choice
+// (OPENBLAS_CORETYPE, or MESHPP_BLAS_KERNELS=keep), an OpenBLAS that cannot re-pick (not a
+// DYNAMIC_ARCH build), or a re-pick that did not take
+enum class why_kept { asked, cannot_switch, switch_failed };
+
+// blas_kernel_advice(kernel, cpu, avx2, avx512, why): the warning for OpenBLAS running the
+// kernels it calls `kernel` where better_blas_kernels names better ones, or nothing. `cpu`: the
 // CPU's family and model, as "family 6, model 207".
 inline std::string blas_kernel_advice(std::string_view kernel, std::string_view cpu, bool avx2,
-                                      bool avx512) {
-  const std::string_view better = better_blas_kernels(kernel, avx2, avx512);
+                                      bool avx512, why_kept why) {
+  const std::string better(better_blas_kernels(kernel, avx2, avx512));
   if (better.empty()) return {};
-  return "meshpp: OpenBLAS runs its " + std::string(kernel) + " kernels on a CPU with " +
-         (avx512 ? "AVX-512" : "AVX2") + " (" + std::string(cpu) +
-         "), so matrix products run several times slower than they can: set "
-         "OPENBLAS_CORETYPE=" +
-         std::string(better) +
-         " on every rank (Open MPI: mpiexec -x OPENBLAS_CORETYPE), or leave it and "
-         "MESHPP_BLAS_KERNELS unset for meshpp to switch; MESHPP_QUIET_BLAS=1 silences this";
+  std::string text = "meshpp: OpenBLAS runs its " + std::string(kernel) +
+                     " kernels on a CPU with " + (avx512 ? "AVX-512" : "AVX2") + " (" +
+                     std::string(cpu) +
+                     "), so matrix products run several times slower than "
+                     "they can";
+  switch (why) {
+    case why_kept::asked:
+      text +=
+          ", as OPENBLAS_CORETYPE or MESHPP_BLAS_KERNELS=keep asked: OPENBLAS_CORETYPE=" + better +
+          " on every rank runs the CPU's own (Open MPI: mpiexec -x " + "OPENBLAS_CORETYPE)";
+      break;
+    case why_kept::cannot_switch:
+      text +=
+          "; this OpenBLAS cannot change them (not a DYNAMIC_ARCH build): use one built for "
+          "this CPU, or a DYNAMIC_ARCH one";
+      break;
+    case why_kept::switch_failed:
+      text += "; asked for its " + better + " kernels, it kept these";
+      break;
+  }
+  return text + "; MESHPP_QUIET_BLAS=1 silences this";
 }
 
 // blas_kernel_switch_note(chosen, used, cpu): the note that meshpp runs OpenBLAS's `used`
@@ -123,49 +141,56 @@ inline std::string cpu_model() {
 #endif
 
 // choose_blas_kernels(): where OpenBLAS runs kernels written before AVX2 on a CPU that has
-// AVX2 (better_blas_kernels), have it run the better ones, as if OPENBLAS_CORETYPE had named
+// AVX2 (better_blas_kernels), has it run the better ones, as if OPENBLAS_CORETYPE had named
 // them at start-up: OpenBLAS's own re-pick (gotoblas_dynamic_quit, then gotoblas_dynamic_init
-// with OPENBLAS_CORETYPE set for the call; the variable is restored after). Called before the
-// program makes any BLAS call. Not done when the user set OPENBLAS_CORETYPE (their choice) or
-// MESHPP_BLAS_KERNELS=keep, or without a DYNAMIC_ARCH OpenBLAS: rank 0 of MPI_COMM_WORLD then
-// prints blas_kernel_advice instead. Rank 0 prints blas_kernel_switch_note when it switched;
-// MESHPP_QUIET_BLAS silences both (not the switch). Every rank decides alone, from its own
-// CPU and environment: the ranks of one job run the same library on the same kind of CPU, as a
-// rule. Nothing with another BLAS, with a static OpenBLAS, or off x86.
-inline void choose_blas_kernels() {
+// with OPENBLAS_CORETYPE set for the call; the variable is unset again after). Returns what rank
+// 0 is to print (say_on_rank_0): blas_kernel_switch_note when it switched, blas_kernel_advice
+// when it did not (the user set OPENBLAS_CORETYPE or MESHPP_BLAS_KERNELS=keep; not a
+// DYNAMIC_ARCH OpenBLAS; a re-pick that did not take), else nothing. The environment calls it
+// before MPI starts, while the process has one thread (setenv is not safe beside threads that
+// read the environment, and OpenBLAS has no kernels between the two calls), and before the
+// program's BLAS calls when the environment is the first thing main makes. Every rank decides
+// alone, from its own CPU and environment. Nothing with another BLAS, a static OpenBLAS (a
+// weak reference does not pull OpenBLAS's functions in), or off x86.
+inline std::string choose_blas_kernels() {
 #if defined(__x86_64__) || defined(__i386__)
-  if (!openblas_get_corename) return;
+  if (!openblas_get_corename) return {};
   const char* chosen = openblas_get_corename();
-  if (!chosen) return;
+  if (!chosen) return {};
   const std::string kernel = chosen;
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl");
-  const std::string_view better = better_blas_kernels(kernel, avx2, avx512);
-  if (better.empty()) return;
+  const std::string better(better_blas_kernels(kernel, avx2, avx512));
+  if (better.empty()) return {};
   const char* keep = std::getenv("MESHPP_BLAS_KERNELS");
-  std::string message;
-  if (!std::getenv("OPENBLAS_CORETYPE") && !(keep && std::string_view(keep) == "keep") &&
-      gotoblas_dynamic_init && gotoblas_dynamic_quit &&
-      setenv("OPENBLAS_CORETYPE", std::string(better).c_str(), 1) == 0) {
-    gotoblas_dynamic_quit();
-    gotoblas_dynamic_init();
-    unsetenv("OPENBLAS_CORETYPE");
-    const char* now = openblas_get_corename();
-    if (now && better == now)
-      message = blas_kernel_switch_note(kernel, better, cpu_model());
-    else
-      message = blas_kernel_advice(now ? now : kernel.c_str(), cpu_model(), avx2, avx512);
-  } else {
-    message = blas_kernel_advice(kernel, cpu_model(), avx2, avx512);
-  }
+  if (std::getenv("OPENBLAS_CORETYPE") || (keep && std::string_view(keep) == "keep"))
+    return blas_kernel_advice(kernel, cpu_model(), avx2, avx512, why_kept::asked);
+  if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit ||
+      setenv("OPENBLAS_CORETYPE", better.c_str(), 1) != 0)
+    return blas_kernel_advice(kernel, cpu_model(), avx2, avx512, why_kept::cannot_switch);
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  unsetenv("OPENBLAS_CORETYPE");
+  const char* now = openblas_get_corename();
+  const std::string running = now ? now : "";
+  if (running == better) return blas_kernel_switch_note(kernel, better, cpu_model());
+  // a build without `better` may give other current kernels (then nothing to say)
+  return blas_kernel_advice(running, cpu_model(), avx2, avx512, why_kept::switch_failed);
+#else
+  return {};
+#endif
+}
+
+// say_on_rank_0(text): prints a line to standard error on rank 0 of MPI_COMM_WORLD, unless it
+// is empty or MESHPP_QUIET_BLAS is set (to any value)
+inline void say_on_rank_0(const std::string& text) {
   int rank = 0;
-  if (message.empty() || std::getenv("MESHPP_QUIET_BLAS") ||
+  if (text.empty() || std::getenv("MESHPP_QUIET_BLAS") ||
       MPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS || rank != 0)
     return;
-  std::fprintf(stderr, "%s\n", message.c_str());
+  std::fprintf(stderr, "%s\n", text.c_str());
   std::fflush(stderr);
-#endif
 }
 
 // abort_job(): the terminate handler: an exception nobody caught (or any other reason for
@@ -211,13 +236,18 @@ inline void choose_blas_kernels() {
 class environment {
  public:
   environment(int& argc, char**& argv)
-      : malloc_tuned_(detail::keep_freed_memory()), env_(argc, argv, /*abort_on_exception=*/true) {
+      : malloc_tuned_(detail::keep_freed_memory()),
+        blas_note_(detail::choose_blas_kernels()),
+        env_(argc, argv, /*abort_on_exception=*/true) {
     std::set_terminate(&detail::abort_job);
-    detail::choose_blas_kernels();
+    detail::say_on_rank_0(blas_note_);
   }
-  environment() : malloc_tuned_(detail::keep_freed_memory()), env_(/*abort_on_exception=*/true) {
+  environment()
+      : malloc_tuned_(detail::keep_freed_memory()),
+        blas_note_(detail::choose_blas_kernels()),
+        env_(/*abort_on_exception=*/true) {
     std::set_terminate(&detail::abort_job);
-    detail::choose_blas_kernels();
+    detail::say_on_rank_0(blas_note_);
   }
 
   /// whether this environment set malloc to keep freed memory (see above)
@@ -228,6 +258,7 @@ class environment {
 
  private:
   bool malloc_tuned_;
+  std::string blas_note_;  // chosen before MPI starts its threads, said once it has started
   boost::mpi::environment env_;
 };
 
