@@ -138,7 +138,7 @@ namespace detail {
 // full_agreed<Tensor>(mesh, sizes, value), iota_agreed<Tensor>(mesh, sizes): full and iota
 // without the agreement, so without communication, for sizes that every rank is known to
 // share (those of an existing tensor): what meshpp's own hot paths use (the seed of backward,
-// attention's causal mask)
+// the causal mask of softmax over a split dim)
 template <class Tensor, class... E>
 Tensor full_agreed(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
                    typename Tensor::value_type value) {

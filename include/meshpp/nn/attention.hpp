@@ -131,8 +131,9 @@ class multihead_attention {
     const auto k = einsum<k_shape>(xm, wk_);
     const auto v = einsum<v_shape>(xm, wv_);
     auto s = einsum<s_shape>(q, k);
-    // the causal mask applied inside softmax: one recorded step, no pass of its own
-    auto p = options_.causal ? softmax<Memory>(s, causal_mask(s.value())) : softmax<Memory>(s);
+    // the causal mask applied inside softmax: one recorded step, no mask tensor, each row of
+    // the scores read only as far as it is seen
+    auto p = options_.causal ? softmax<Memory>(s, causal<Length>{}) : softmax<Memory>(s);
     if (options_.dropout > 0 && !inference) {
       p = dropout(p, options_.dropout, seed_, step_++);
     }
@@ -140,7 +141,9 @@ class multihead_attention {
     return einsum<XS>(o, wo_);
   }
 
-  // causal_mask(x): memory <= length, a bool tensor [Memory, Length] of x's sizes
+  // causal_mask(s): memory <= length, a bool tensor [Memory, Length] of the scores' sizes: the
+  // mask attention applies (as causal<Length> inside softmax, without this tensor), for a
+  // caller that needs it as a tensor
   template <class S>
   auto causal_mask(const S& s) const {
     const auto sizes = s.sizes();

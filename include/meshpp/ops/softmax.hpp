@@ -3,6 +3,7 @@
 //
 //   auto p   = mp::softmax<memory_length>(scores);        // same dims and layout as scores
 //   auto pc  = mp::softmax<memory_length>(scores, causal); // 0 where the bool mask is false
+//   auto pk  = mp::softmax<memory_length>(scores, mp::causal<length>{});  // memory <= length
 //   auto lp  = mp::log_softmax<vocab>(logits);
 //   auto lse = mp::logsumexp<vocab>(logits);              // [batch, length]: vocab reduced out
 //   auto ids = mp::argmax<vocab>(logits);                 // int32 [batch, length]
@@ -35,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <type_traits>
 
 #include <xsimd/xsimd.hpp>
@@ -47,6 +49,7 @@
 #include "meshpp/expr/expression.hpp"
 #include "meshpp/expr/functions.hpp"
 #include "meshpp/ops/detail/materialized.hpp"
+#include "meshpp/ops/detail/rows.hpp"
 #include "meshpp/ops/reduce.hpp"
 
 namespace meshpp {
@@ -83,46 +86,6 @@ inline constexpr bool rowwise_softmax_v =
     index_of_v<typename Tensor::shape_type, Dim> + 1 == Tensor::shape_type::rank &&
     !is_split_in_v<typename Tensor::layout_type, Dim>;
 
-// row_max(x, n), row_sum(x, n), row_dot(a, b, n): the maximum of a row, its sum, and the sum of
-// a row's products, in 8 lanes of partial results combined at the end, so that the compiler
-// vectorizes them without licence to reorder floating-point sums (-ffast-math); each is the
-// same for the same row on every rank and layout
-inline constexpr std::size_t row_lanes = 8;
-template <class T>
-T row_max(const T* x, std::size_t n) {
-  T lane[row_lanes];
-  for (auto& l : lane) l = -std::numeric_limits<T>::infinity();
-  std::size_t j = 0;
-  for (; j + row_lanes <= n; j += row_lanes)
-    for (std::size_t k = 0; k < row_lanes; ++k) lane[k] = x[j + k] > lane[k] ? x[j + k] : lane[k];
-  T m = -std::numeric_limits<T>::infinity();
-  for (const T l : lane) m = l > m ? l : m;
-  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
-  return m;
-}
-template <class T>
-T row_sum(const T* x, std::size_t n) {
-  T lane[row_lanes] = {};
-  std::size_t j = 0;
-  for (; j + row_lanes <= n; j += row_lanes)
-    for (std::size_t k = 0; k < row_lanes; ++k) lane[k] += x[j + k];
-  T sum = 0;
-  for (const T l : lane) sum += l;
-  for (; j < n; ++j) sum += x[j];
-  return sum;
-}
-template <class T>
-T row_dot(const T* a, const T* b, std::size_t n) {
-  T lane[row_lanes] = {};
-  std::size_t j = 0;
-  for (; j + row_lanes <= n; j += row_lanes)
-    for (std::size_t k = 0; k < row_lanes; ++k) lane[k] += a[j + k] * b[j + k];
-  T sum = 0;
-  for (const T l : lane) sum += l;
-  for (; j < n; ++j) sum += a[j] * b[j];
-  return sum;
-}
-
 // exp_shifted(x, n, shift): x[j] = exp(x[j] - shift) for j < n; for float with xsimd's
 // vectorized exp (within 1.5 ulp of exp below 88.37, inf above, 0 below -87.34 where exp is
 // subnormal, NaN for NaN), the remainder of fewer than one batch and other types by std::exp
@@ -138,18 +101,62 @@ void exp_shifted(T* x, std::size_t n, T shift) {
   for (; j < n; ++j) x[j] = std::exp(x[j] - shift);
 }
 
-// softmax_rows(data, rows, n): softmax of each contiguous row of n elements, in place; each
-// row's passes run while it is in cache
+// softmax_row(x, n): softmax of one contiguous row of n elements, in place, while it is in
+// cache; returns the row's scale, 1 / its sum (NaN or inf for a row that is NaN throughout);
+// softmax_rows(data, rows, n): of each of rows such rows
+template <class T>
+T softmax_row(T* x, std::size_t n) {
+  const T m = softmax_shift{}(row_max(x, n));
+  exp_shifted(x, n, m);
+  const T scale = T(1) / row_sum(x, n);
+  for (std::size_t j = 0; j < n; ++j) x[j] *= scale;
+  return scale;
+}
 template <class T>
 void softmax_rows(T* data, std::size_t rows, std::size_t n) {
+  for (std::size_t r = 0; r < rows; ++r) softmax_row(data + r * n, n);
+}
+
+// causal_columns<T>(n, seen): the columns a causal row of n computes when its first `seen` are
+// seen: `seen` rounded up to whole chunks of row_lanes and of the vectorized exp's batch, at
+// most n. Within them the row is computed as softmax_row computes the whole row under the
+// mask (the unseen entries -inf): the same lanes, batches and order of sums. Beyond them that
+// row holds 0 times its scale, as the causal row does: so the two are equal exactly.
+template <class T>
+std::size_t causal_columns(std::size_t n, std::size_t seen) {
+  constexpr std::size_t chunk = std::is_same_v<T, float>
+                                    ? std::lcm(row_lanes, std::size_t{xsimd::batch<float>::size})
+                                    : row_lanes;
+  return std::min(n, (seen + chunk - 1) / chunk * chunk);
+}
+
+// causal_softmax_row(x, y, n, seen): y = the softmax of x's row of n over its first `seen`
+// entries, 0 after them (NaN throughout, as under the mask, where the seen part holds NaN or
+// +inf or is -inf throughout); x is read only that far
+template <class T>
+void causal_softmax_row(const T* x, T* y, std::size_t n, std::size_t seen) {
+  const std::size_t w = causal_columns<T>(n, seen);
+  std::copy(x, x + seen, y);
+  std::fill(y + seen, y + w, -std::numeric_limits<T>::infinity());
+  const T scale = softmax_row(y, w);
+  std::fill(y + w, y + n, T(0) * scale);
+}
+
+// for_each_causal_row<Length>(t, f): f(r, seen) for each row r of t's local slice (rows of
+// its last dim, Dim, whole on every rank), seen = how many of the row's entries have a Dim
+// index <= the row's global Length index
+template <class Length, class X, class F>
+void for_each_causal_row(const X& t, F&& f) {
+  constexpr std::size_t rank = X::rank;
+  constexpr std::size_t at = index_of_v<typename X::shape_type, Length>;
+  const auto& extent = t.local().shape();
+  const std::size_t n = extent[rank - 1];
+  if (n == 0) return;
+  std::size_t inner = 1;  // the rows of one Length index: the dims between Length and Dim
+  for (std::size_t d = at + 1; d + 1 < rank; ++d) inner *= extent[d];
+  const std::size_t rows = t.local().size() / n, offset = t.template local_offset<Length>();
   for (std::size_t r = 0; r < rows; ++r) {
-    T* x = data + r * n;
-    T m = row_max(x, n);
-    m = softmax_shift{}(m);
-    exp_shifted(x, n, m);
-    const T sum = row_sum(x, n);
-    const T scale = T(1) / sum;
-    for (std::size_t j = 0; j < n; ++j) x[j] *= scale;
+    f(r, std::min(n, offset + (r / inner) % extent[at] + 1));
   }
 }
 
@@ -229,6 +236,55 @@ auto softmax(const E& e, const M& mask) {
                 "meshpp::softmax<Dim>(x, mask): the mask has a dim that x does not have");
   using T = typename E::value_type;
   return softmax<Dim>(where(mask, e, -std::numeric_limits<T>::infinity()));
+}
+
+/// @brief The causal mask of softmax<Dim>(x, causal<Length>{}): x's entry at Dim index j and
+/// Length index i is seen when j <= i (each position attends to itself and those before it),
+/// what attention's mask tensor memory <= length says, without the tensor.
+/// @tparam Length the dim of the positions that attend (the queries'), another dim of x
+template <class Length>
+struct causal {};
+
+// softmax<Dim>(x, causal<Length>{}): softmax<Dim>(x, mask) for the causal mask (Dim index <=
+// Length index), equal to it exactly (NaN rows included); x's dims and layout. Where Dim is
+// x's last dim and whole (the row-by-row path, attention's scores), each row is read only as
+// far as it is seen (in whole chunks of 8 or 16) and written once, with no pass of the mask's
+// own: the scores of a square causal attention are read about half. Elsewhere (Dim split, or
+// not last) it is softmax<Dim>(x, mask).
+template <class Dim, class E, class Length>
+requires is_expression_v<E>
+auto softmax(const E& e, causal<Length>) {
+  MESHPP_SOFTMAX_CHECK(softmax);
+  using S = typename E::shape_type;
+  static_assert(contains_v<S, Length> || offending::softmax_dim_not_in_operand<Length, S>,
+                "meshpp::softmax<Dim>(x, causal<Length>): x has no dim Length");
+  static_assert(!std::is_same_v<Dim, Length>,
+                "meshpp::softmax<Dim>(x, causal<Length>): Length must be another dim than Dim");
+  if constexpr (contains_v<S, Dim> && contains_v<S, Length> && !std::is_same_v<Dim, Length>) {
+    const auto& x = detail::materialized(e);
+    using X = std::remove_cvref_t<decltype(x)>;
+    using M = typename X::mesh_type;
+    if constexpr (detail::rowwise_softmax_v<Dim, X>) {
+      const auto scope = x.mesh().counters().operation(
+          [] { return "softmax over " + std::string(Dim::name()) + " of " + to_string(S{}); });
+      X y(x.mesh(), x.sizes(), X::uninitialized);
+      y.mesh().counters().streamed(
+          [&] { return 2 * y.local().size() * sizeof(typename X::value_type); });
+      const std::size_t n = x.local().shape()[X::rank - 1];
+      const auto* from = x.local().data();
+      auto* to = y.local().data();
+      detail::for_each_causal_row<Length>(x, [&](std::size_t r, std::size_t seen) {
+        detail::causal_softmax_row(from + r * n, to + r * n, n, seen);
+      });
+      return y;
+    } else {  // x's sizes agree on every rank: the iotas need no agreement
+      const auto sizes = x.sizes();
+      using index = std::int64_t;
+      return softmax<Dim>(
+          x, detail::iota_agreed<tensor_of<index, shape<Dim>, M>>(x.mesh(), sizes) <=
+                 detail::iota_agreed<tensor_of<index, shape<Length>, M>>(x.mesh(), sizes));
+    }
+  }
 }
 
 // log_softmax<Dim>(x): x - logsumexp<Dim>(x); x's dims and layout

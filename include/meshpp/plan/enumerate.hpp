@@ -24,7 +24,9 @@
 //   take T at I -> C       T's taken dim split over S: an allreduce of the local C over S
 //   softmax over d of T    d split over S: two allreduces (max and sum) of T's rows over S
 //                          (where the reference split d, its reductions have rows of their
-//                          own, priced as reductions)
+//                          own, priced as reductions); a layer_norm over d made row by row
+//                          (forward, and backward's dx) likewise: mean and variance, or the
+//                          backward's two means
 //   reshape A -> B         a renamed dim (rename<Old, New>) whose mesh dim changes: an
 //                          allgather of the local A over its old mesh dim (then a local slice)
 //   parameter gradients    the backward einsum making a parameter's gradient (C's dims are
@@ -405,7 +407,9 @@ class layout_enumeration {
         r.k = kind::take;
         r.summed = minus(r.in[0].dims, r.out.dims);
         for (const int d : r.in[1].dims) data_dims_.insert(d);
-      } else if ((starts("softmax over ") || starts("logsumexp over ")) && lists(1)) {
+      } else if ((starts("softmax over ") || starts("logsumexp over ") ||
+                  starts("layer_norm over ")) &&
+                 lists(1)) {
         r.k = kind::softmax;
         const auto from = n.find("over ") + 5;
         r.over = dim_index(n.substr(from, n.find(' ', from) - from));
