@@ -2,8 +2,9 @@
 // OpenBLAS runs kernels written before AVX2 on a CPU with AVX2 and FMA, the better kernels
 // are named (SkylakeX with AVX-512 F, BW and VL, else Haswell) and, with a DYNAMIC_ARCH
 // OpenBLAS, switched to, after which sgemm still computes the right product; the user's
-// OPENBLAS_CORETYPE and MESHPP_BLAS_KERNELS=keep are obeyed; the messages name the kernels,
-// the CPU and why the kernels were kept.
+// OPENBLAS_CORETYPE and MESHPP_BLAS_KERNELS=keep are obeyed, another MESHPP_BLAS_KERNELS
+// value named and ignored; the messages name the kernels, the CPU and why the kernels were
+// kept.
 #include <meshpp/core/environment.hpp>
 
 #include <cblas.h>
@@ -99,9 +100,7 @@ double sgemm_error() {
 }  // namespace
 
 TEST_CASE("choose_blas_kernels: switches a DYNAMIC_ARCH OpenBLAS off old kernels, unless told") {
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl");
+  const auto [avx2, avx512] = mpd::cpu_vector_units();
   if (!openblas_get_corename || !gotoblas_dynamic_init || !gotoblas_dynamic_quit || !avx2) {
     MESSAGE("not a DYNAMIC_ARCH OpenBLAS on a CPU with AVX2 and FMA: nothing to switch");
     return;
@@ -128,6 +127,16 @@ TEST_CASE("choose_blas_kernels: switches a DYNAMIC_ARCH OpenBLAS off old kernels
   CHECK(std::string(openblas_get_corename()) == "Prescott");
   REQUIRE(unsetenv("MESHPP_BLAS_KERNELS") == 0);
 
+  // a value other than keep (a typo): named, and ignored: the kernels are switched
+  REQUIRE(pick("Prescott") == "Prescott");
+  REQUIRE(setenv("MESHPP_BLAS_KERNELS", "kep", 1) == 0);
+  const std::string typo = mpd::choose_blas_kernels();
+  CHECK(typo.find("meshpp: MESHPP_BLAS_KERNELS=kep is ignored") == 0);
+  CHECK(std::string(openblas_get_corename()) == now);
+  if (now == better) CHECK(typo.find("\nmeshpp: OpenBLAS chose its Prescott") != std::string::npos);
+  REQUIRE(unsetenv("MESHPP_BLAS_KERNELS") == 0);
+
+  REQUIRE(pick("Prescott") == "Prescott");
   REQUIRE(setenv("OPENBLAS_CORETYPE", "Prescott", 1) == 0);  // the user's choice
   CHECK(mpd::choose_blas_kernels().find("as OPENBLAS_CORETYPE") != std::string::npos);
   CHECK(std::string(openblas_get_corename()) == "Prescott");

@@ -129,6 +129,17 @@ namespace meshpp {
 namespace detail {
 
 #if defined(__x86_64__) || defined(__i386__)
+// cpu_vector_units(): whether this CPU has AVX2 with FMA, and AVX-512 F, BW and VL: what
+// better_blas_kernels asks
+struct vector_units {
+  bool avx2 = false, avx512 = false;
+};
+inline vector_units cpu_vector_units() {
+  return {__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
+          __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+              __builtin_cpu_supports("avx512vl")};
+}
+
 // cpu_model(): "family F, model M" of this CPU, as OpenBLAS reads them (with the extended fields)
 inline std::string cpu_model() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -146,39 +157,48 @@ inline std::string cpu_model() {
 // with OPENBLAS_CORETYPE set for the call; the variable is unset again after). Returns what rank
 // 0 is to print (say_on_rank_0): blas_kernel_switch_note when it switched, blas_kernel_advice
 // when it did not (the user set OPENBLAS_CORETYPE or MESHPP_BLAS_KERNELS=keep; not a
-// DYNAMIC_ARCH OpenBLAS; a re-pick that did not take), else nothing. The environment calls it
+// DYNAMIC_ARCH OpenBLAS; a re-pick that did not take), else nothing; before either, a line
+// naming a MESHPP_BLAS_KERNELS value other than keep, which is ignored. The environment calls it
 // before MPI starts, while the process has one thread (setenv is not safe beside threads that
 // read the environment, and OpenBLAS has no kernels between the two calls), and before the
 // program's BLAS calls when the environment is the first thing main makes. Every rank decides
 // alone, from its own CPU and environment. Nothing with another BLAS, a static OpenBLAS (a
 // weak reference does not pull OpenBLAS's functions in), or off x86.
 inline std::string choose_blas_kernels() {
-#if defined(__x86_64__) || defined(__i386__)
-  if (!openblas_get_corename) return {};
-  const char* chosen = openblas_get_corename();
-  if (!chosen) return {};
-  const std::string kernel = chosen;
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl");
-  const std::string better(better_blas_kernels(kernel, avx2, avx512));
-  if (better.empty()) return {};
+  // MESHPP_BLAS_KERNELS takes one value, keep; any other (a typo) is named, and ignored
   const char* keep = std::getenv("MESHPP_BLAS_KERNELS");
-  if (std::getenv("OPENBLAS_CORETYPE") || (keep && std::string_view(keep) == "keep"))
+  const std::string_view asked = keep ? keep : "";
+  const std::string unknown =
+      asked.empty() || asked == "keep"
+          ? std::string()
+          : "meshpp: MESHPP_BLAS_KERNELS=" + std::string(asked) +
+                " is ignored: the one value it takes is keep (keep OpenBLAS's choice of kernels)";
+  const auto also = [&](std::string text) {
+    return unknown.empty() ? text : text.empty() ? unknown : unknown + "\n" + text;
+  };
+#if defined(__x86_64__) || defined(__i386__)
+  if (!openblas_get_corename) return also({});
+  const char* chosen = openblas_get_corename();
+  if (!chosen) return also({});
+  const std::string kernel = chosen;
+  const auto [avx2, avx512] = cpu_vector_units();
+  const std::string better(better_blas_kernels(kernel, avx2, avx512));
+  if (better.empty()) return also({});
+  if (std::getenv("OPENBLAS_CORETYPE") || asked == "keep")
     return blas_kernel_advice(kernel, cpu_model(), avx2, avx512, why_kept::asked);
   if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit ||
       setenv("OPENBLAS_CORETYPE", better.c_str(), 1) != 0)
-    return blas_kernel_advice(kernel, cpu_model(), avx2, avx512, why_kept::cannot_switch);
+    return also(blas_kernel_advice(kernel, cpu_model(), avx2, avx512, why_kept::cannot_switch));
   gotoblas_dynamic_quit();
   gotoblas_dynamic_init();
   unsetenv("OPENBLAS_CORETYPE");
   const char* now = openblas_get_corename();
   const std::string running = now ? now : "";
-  if (running == better) return blas_kernel_switch_note(kernel, better, cpu_model());
+  if (running == better) return also(blas_kernel_switch_note(kernel, better, cpu_model()));
   // a build without `better` may give other current kernels (then nothing to say)
-  return blas_kernel_advice(running, cpu_model(), avx2, avx512, why_kept::switch_failed);
+  return also(blas_kernel_advice(running, cpu_model(), avx2, avx512, why_kept::switch_failed));
 #else
-  return {};
+  return also({});
 #endif
 }
 
