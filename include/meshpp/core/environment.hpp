@@ -162,18 +162,19 @@ inline std::string cpu_model() {
 // before MPI starts, while the process has one thread (setenv is not safe beside threads that
 // read the environment, and OpenBLAS has no kernels between the two calls), and before the
 // program's BLAS calls when the environment is the first thing main makes. Every rank decides
-// alone, from its own CPU and environment. Nothing with another BLAS, a static OpenBLAS (a
-// weak reference does not pull OpenBLAS's functions in), or off x86.
+// alone, from its own CPU and environment. Nothing but that line with another BLAS, a static
+// OpenBLAS (a weak reference does not pull OpenBLAS's functions in), or off x86.
 inline std::string choose_blas_kernels() {
-  // MESHPP_BLAS_KERNELS takes one value, keep; any other (a typo) is named, and ignored
-  const char* keep = std::getenv("MESHPP_BLAS_KERNELS");
-  const std::string_view asked = keep ? keep : "";
+  // MESHPP_BLAS_KERNELS takes one value, keep; any other but the empty one (a typo) is named,
+  // and ignored
+  const char* kernels_env = std::getenv("MESHPP_BLAS_KERNELS");
+  const std::string_view asked = kernels_env ? kernels_env : "";
   const std::string unknown =
       asked.empty() || asked == "keep"
           ? std::string()
           : "meshpp: MESHPP_BLAS_KERNELS=" + std::string(asked) +
                 " is ignored: the one value it takes is keep (keep OpenBLAS's choice of kernels)";
-  const auto also = [&](std::string text) {
+  const auto also = [&](const std::string& text) -> std::string {
     return unknown.empty() ? text : text.empty() ? unknown : unknown + "\n" + text;
   };
 #if defined(__x86_64__) || defined(__i386__)
@@ -185,7 +186,7 @@ inline std::string choose_blas_kernels() {
   const std::string better(better_blas_kernels(kernel, avx2, avx512));
   if (better.empty()) return also({});
   if (std::getenv("OPENBLAS_CORETYPE") || asked == "keep")
-    return blas_kernel_advice(kernel, cpu_model(), avx2, avx512, why_kept::asked);
+    return also(blas_kernel_advice(kernel, cpu_model(), avx2, avx512, why_kept::asked));
   if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit ||
       setenv("OPENBLAS_CORETYPE", better.c_str(), 1) != 0)
     return also(blas_kernel_advice(kernel, cpu_model(), avx2, avx512, why_kept::cannot_switch));
