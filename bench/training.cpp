@@ -6,7 +6,10 @@
 //   images[batch, rows, cols] w1[rows, cols, hidden] w2[hidden, classes]
 //   meshpp: relu(einsum) -> einsum -> softmax_cross_entropy -> reduce_mean -> backward -> step
 //   data (batch:all): each rank its rows of the batch; by hand one MPI_Allreduce of both weight
-//     gradients packed together and one of the loss's scalar sum (as meshpp's reduce_mean does)
+//     gradients packed together and one of the loss's scalar sum (as meshpp's reduce_mean does);
+//     with Adam, meshpp's ranks share each weight's update and allgather it
+//     (optim/optimizer.hpp, sharded updates; SGD does not shard), the hand-written step
+//     updates all of both weights on every rank, as a plain data-parallel loop (and DDP) does
 //   model (hidden:all): each rank its columns of w1 and rows of w2, the whole batch; by hand
 //     one MPI_Allreduce of the logits (their sum over hidden), nothing else: the weights and
 //     their gradients are split, so no gradient is summed and each rank updates its share
@@ -15,12 +18,15 @@
 // updated weights is printed (max_abs_diff): the two do the same arithmetic.
 //
 // Prints the usual bench line plus examples per second of both, the share of meshpp's step
-// spent in the optimizer's update (timed inside the step, after the gradients are complete),
+// spent in the optimizer's update (timed inside the step, after the gradients are complete;
+// Adam under the data layout at several ranks: this rank's share of it and the allgather),
 // and each rank's peak resident memory (getrusage, the largest over the ranks). bench/run puts
 // the 1-rank and n-rank lines side by side to give the scaling efficiency (n-rank rate /
 // (n x 1-rank rate)).
 //   mpiexec -n 2 build/bench/training [--batch 100] [--hidden 1024] [--optimizer sgd|adam]
-//                                     [--layout data|model]
+//                                     [--layout data|model] [--sharded-updates on|off]
+// (--sharded-updates off: optimizer::set_sharded_updates(false), to measure what sharding
+// Adam's update among the replicas gains)
 #include <meshpp/meshpp.hpp>
 
 #include <algorithm>
@@ -120,7 +126,7 @@ struct by_hand {
 
 // run<Mesh>(b, h, adam, layout): the comparison under Mesh's layout; prints its JSON line
 template <class Mesh>
-void run(std::size_t b, std::size_t h, bool adam, const std::string& layout) {
+void run(std::size_t b, std::size_t h, bool adam, const std::string& layout, bool sharded) {
   const int n = boost::mpi::communicator().size();
   Mesh mesh({n});
   const auto sizes =
@@ -138,6 +144,7 @@ void run(std::size_t b, std::size_t h, bool adam, const std::string& layout) {
     opt = std::make_unique<mp::adam>(mp::adam_options{.learning_rate = adam_rate}, w1, w2);
   else
     opt = std::make_unique<mp::sgd>(mp::sgd_options{.learning_rate = learning_rate}, w1, w2);
+  opt->set_sharded_updates(sharded);
   std::vector<double> update_s;  // the optimizer's update alone, per meshpp step
   auto meshpp_step = [&] {
     auto hid = mp::relu(mp::einsum<mp::shape<batch, hidden>>(x, w1));
@@ -191,7 +198,8 @@ void run(std::size_t b, std::size_t h, bool adam, const std::string& layout) {
   const double peak_mib = bench::peak_resident_mib(mesh.world());
   const std::string name = "mnist model " + std::string(adam ? "Adam" : "SGD") + " step, batch " +
                            std::to_string(b) + ", hidden " + std::to_string(h) + ", " +
-                           (hand.model ? "model-parallel" : "data-parallel");
+                           (hand.model ? "model-parallel" : "data-parallel") +
+                           (sharded ? "" : ", updates not sharded");
   if (mesh.rank() == 0) {
     std::printf(
         "{\"bench\": \"training\", \"case\": \"%s\", \"ranks\": %d, \"meshpp_s\": %.6e, "
@@ -210,10 +218,11 @@ int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   std::size_t b = 100, h = 1024;
   std::string optimizer = "sgd", layout = "data";
+  bool sharded = true;
   examples::arguments args(
       "bench/training",
       "usage: mpiexec -n P bench/training [--batch 100] [--hidden 1024] [--optimizer sgd|adam]\n"
-      "                                   [--layout data|model]",
+      "                                   [--layout data|model] [--sharded-updates on|off]",
       argc, argv);
   try {
     while (args.next()) {
@@ -225,6 +234,8 @@ int main(int argc, char** argv) {
         optimizer = args.choice({"sgd", "adam"});
       else if (args.is("--layout"))
         layout = args.choice({"data", "model"});
+      else if (args.is("--sharded-updates"))
+        sharded = args.choice({"on", "off"}) == "on";
       else
         args.unknown();
     }
@@ -234,8 +245,8 @@ int main(int argc, char** argv) {
   }
   const bool adam = optimizer == "adam";
   if (layout == "model")
-    run<mp::mesh<mp::axes<all>, mp::layout<mp::split<hidden, all>>>>(b, h, adam, layout);
+    run<mp::mesh<mp::axes<all>, mp::layout<mp::split<hidden, all>>>>(b, h, adam, layout, sharded);
   else
-    run<mp::mesh<mp::axes<all>, mp::layout<mp::split<batch, all>>>>(b, h, adam, layout);
+    run<mp::mesh<mp::axes<all>, mp::layout<mp::split<batch, all>>>>(b, h, adam, layout, sharded);
   return 0;
 }

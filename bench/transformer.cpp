@@ -12,6 +12,8 @@
 // The baseline is cblas_sgemm on 1024 x 1024 matrices (plus one narrower product for the
 // remainder), the model FLOPs divided among the ranks, every rank at once.
 //   mpiexec -n 2 build/bench/transformer --layout data [--batch 32] [--seq 128] ...
+//                                        [--sharded-updates on|off]
+// (off: optimizer::set_sharded_updates(false), to measure what sharding Adam's update gains)
 // Prints the usual bench line plus tokens/s, the model FLOPs, their fraction of the sgemm rate
 // (baseline_s / meshpp_s) and the model's parameters (bench/transformer_torch.py: PyTorch's).
 #include <cblas.h>
@@ -75,11 +77,12 @@ struct parameter_count {
 };
 
 template <class Mesh>
-void bench_layout(const Mesh& mesh, const tx::options& o) {
+void bench_layout(const Mesh& mesh, const tx::options& o, bool sharded) {
   const std::size_t vocab_size = 64;  // the King James text's 63 characters, padded
   const auto sizes = tx::model_sizes(o, o.batch, vocab_size);
   const tx::language_model<Mesh> model(mesh, sizes, o);
   mp::adam opt(mp::adam_options{.learning_rate = 1e-3});
+  opt.set_sharded_updates(sharded);
   model.add_to(opt);
   parameter_count parameters;
   model.add_to(parameters);
@@ -104,7 +107,8 @@ void bench_layout(const Mesh& mesh, const tx::options& o) {
       mesh.world(), step, [&] { gemm.run(); }, 3.0);
   const std::string name = o.layout + " layers " + std::to_string(o.layers) + " d_model " +
                            std::to_string(o.d_model) + " batch " + std::to_string(o.batch) +
-                           " seq " + std::to_string(o.seq);
+                           " seq " + std::to_string(o.seq) +
+                           (sharded ? "" : " updates not sharded");
   if (mesh.rank() == 0) {
     std::printf(
         "{\"bench\": \"transformer\", \"case\": \"%s\", \"ranks\": %d, \"meshpp_s\": %.6e, "
@@ -124,10 +128,12 @@ int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   tx::options o;
   std::vector<std::string> layouts;
+  bool sharded = true;  // --sharded-updates off: optimizer::set_sharded_updates(false)
   examples::arguments args(
       "bench/transformer",
       "usage: mpiexec -n P bench/transformer [--layout data|model|data+model]... [--batch N]\n"
-      "       [--seq N] [--layers N] [--d-model N] [--heads N] [--d-ff N]",
+      "       [--seq N] [--layers N] [--d-model N] [--heads N] [--d-ff N]\n"
+      "       [--sharded-updates on|off]",
       argc, argv);
   try {
     while (args.next()) {
@@ -145,6 +151,8 @@ int main(int argc, char** argv) {
         o.heads = args.count();
       else if (args.is("--d-ff"))
         o.d_ff = args.count();
+      else if (args.is("--sharded-updates"))
+        sharded = args.choice({"on", "off"}) == "on";
       else
         args.unknown();
     }
@@ -158,11 +166,11 @@ int main(int argc, char** argv) {
   for (const auto& layout : layouts) {
     o.layout = layout;
     if (layout == "data")
-      bench_layout(mesh_data({n}), o);
+      bench_layout(mesh_data({n}), o, sharded);
     else if (layout == "model")
-      bench_layout(mesh_model({n}), o);
+      bench_layout(mesh_model({n}), o, sharded);
     else if (layout == "data+model")
-      bench_layout(mesh_data_model(mp::balanced_grid<2>(n)), o);
+      bench_layout(mesh_data_model(mp::balanced_grid<2>(n)), o, sharded);
     else  // args.choice let no other name through
       throw mp::error("bench/transformer: unknown layout '" + layout + "'");
   }

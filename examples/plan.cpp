@@ -87,12 +87,14 @@ bool plan_layout(const char* name, const typename Mesh::coordinates_type& shape,
                  bool talk) {
   const auto p = mp::make_plan<Mesh>(shape, [&](const Mesh& m) { step(m, o); });
   const auto ar = p.total(mp::collective::allreduce);
+  const auto ag = p.total(mp::collective::allgather);  // Adam's updates shared by replicas
   if (talk)
-    std::printf("%-11s %-44s %9llu %11llu %13llu %12.4g %12.1f\n", name,
-                Mesh::describe(shape).c_str(), static_cast<unsigned long long>(ar.calls),
-                static_cast<unsigned long long>(ar.values),
-                static_cast<unsigned long long>(ar.bytes_sent), static_cast<double>(p.flops()),
-                static_cast<double>(p.bytes_made()) / (1 << 20));
+    std::printf(
+        "%-11s %-42s %9llu %9llu %11llu %9llu %11llu %10.4g %9.1f\n", name,
+        Mesh::describe(shape).c_str(), static_cast<unsigned long long>(ar.calls),
+        static_cast<unsigned long long>(ar.values), static_cast<unsigned long long>(ar.bytes_sent),
+        static_cast<unsigned long long>(ag.calls), static_cast<unsigned long long>(ag.bytes_sent),
+        static_cast<double>(p.flops()), static_cast<double>(p.bytes_made()) / (1 << 20));
   if (talk && o.report == name) std::printf("\n%s\n", p.report().c_str());
   if (talk && !o.draw.empty()) {  // DIR/LAYOUT/NN.svg for operation NN, if it made tensors
     const std::filesystem::path dir = std::filesystem::path(o.draw) / name;
@@ -148,8 +150,8 @@ int main(int argc, char** argv) {
     if (talk) {
       std::printf("plan of one training step (batch %zu, hidden %zu, Adam), per rank:\n", o.batch,
                   o.hidden);
-      std::printf("%-11s %-44s %9s %11s %13s %12s %12s\n", "layout", "mesh", "allreduce", "values",
-                  "bytes sent", "flops", "MiB made");
+      std::printf("%-11s %-42s %9s %9s %11s %9s %11s %10s %9s\n", "layout", "mesh", "allreduce",
+                  "values", "bytes sent", "allgather", "bytes sent", "flops", "MiB made");
     }
     const auto grid = mp::balanced_grid<2>(o.ranks);
     bool ok = plan_layout<mesh_data>("data", {o.ranks}, o, talk);

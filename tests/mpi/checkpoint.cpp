@@ -6,7 +6,9 @@
 // model, then 2 more steps on both: the variables equal bit for bit after loading and to 1e-5
 // after the steps (the optimizers' state came along); bad input fails on every rank with the
 // file, the object and the reason in the message, and leaves the loaded values untouched;
-// saving leaves no temporary file. (Other rank counts: tests/mpi/checkpoint_run.cpp.)
+// saving leaves no temporary file; sharded Adam(W) updates give one rank's bits, save
+// completes their state, and loading into the same optimizer rolls back exactly. (Other rank
+// counts: tests/mpi/checkpoint_run.cpp.)
 #include <meshpp/io/checkpoint.hpp>
 #include <meshpp/meshpp.hpp>
 
@@ -278,6 +280,59 @@ TEST_CASE("optimizer state saved under one layout continues under another") {
     mp::load(dir / "opt.h5", b, only_variables);
     for (int s = 0; s < 2; ++s) third.step(*opt3);
     CHECK_FALSE(close(mp::gather(first.w.value()), mp::gather(third.w.value()), 1e-5));
+  }
+}
+
+TEST_CASE("sharded updates: one rank's bits, the state completed by save, a rollback") {
+  // w and b replicated over z: the ranks share each Adam(W) update (optim/optimizer.hpp),
+  // against the same model on a mesh of this rank alone, which updates everything itself
+  shared_dir dir;
+  const mesh_t shared({1, 1, world().size()});
+  const mesh_t alone({1, 1, 1}, boost::mpi::communicator(MPI_COMM_SELF, boost::mpi::comm_attach));
+  for (std::string kind : {"adam", "adamw"}) {
+    CAPTURE(kind);
+    model net(shared, 1), ref(alone, 1);
+    auto opt = make(kind, net);
+    auto opt_ref = make(kind, ref);
+    auto same_as_ref = [&] {
+      return all_ranks(meshpp_test::bit_equal(net.w.value().local(), ref.w.value().local()) &&
+                       meshpp_test::bit_equal(net.b.value().local(), ref.b.value().local()));
+    };
+    for (int s = 0; s < 3; ++s) {
+      net.step(*opt);
+      ref.step(*opt_ref);
+    }
+    CHECK(same_as_ref());
+    mp::checkpoint c;
+    c.add(net.w, net.b).add(*opt);
+    shared.counters().reset();
+    mp::save(dir / "sharded.h5", shared, c);
+    // save completed the state: one allgather per state tensor (m and v) of each variable
+    // (w, b), when there are replicas to gather from
+    CHECK(shared.counters().total(mp::collective::allgather).calls ==
+          (world().size() > 1 ? 4u : 0u));
+    const matrix_t saved = net.w.value();
+    for (int s = 0; s < 2; ++s) {
+      net.step(*opt);
+      ref.step(*opt_ref);
+    }
+    CHECK(same_as_ref());
+    const matrix_t after = net.w.value();
+    // back to the saved step in the same optimizer (its state in shares again), then the same
+    // two steps: the same bits, so the file held every share's state
+    mp::load(dir / "sharded.h5", shared, c);
+    CHECK(all_ranks(meshpp_test::bit_equal(net.w.value().local(), saved.local())));
+    for (int s = 0; s < 2; ++s) net.step(*opt);
+    CHECK(all_ranks(meshpp_test::bit_equal(net.w.value().local(), after.local())));
+    // saved by each rank alone while the state is in shares: an error before any
+    // communication (completing it would wait for the other ranks), not a hang
+    if (world().size() > 1) {
+      mp::checkpoint each;
+      each.add(net.w, net.b).add(*opt);
+      CHECK(throws_everywhere(
+          [&] { mp::save(dir / "alone.h5", alone, each); },
+          {"the optimizer state of variable 'w' is in shares", "save with the variables' mesh"}));
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 #include <meshpp/core/create.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
 #include <meshpp/optim/adafactor.hpp>
+#include <meshpp/optim/adam.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -202,6 +204,7 @@ struct tracked {
   mp::variable<Tensor> var;
   std::vector<double> p;
   Ref ref;
+  bool stale = false;  // sharded updates left its state in shares (optimizer_slot::apply)
 
   tracked(const typename Tensor::mesh_type& m, int w, Ref r)
       : which(w),
@@ -222,13 +225,46 @@ struct tracked {
   double error() const { return max_error(var.value(), p); }
 };
 
+// shared_update<Tensor>(v): the allgather a sharded update of v makes (Adam's and AdamW's:
+// optimizer_slot::apply), restated: none when v is split over every mesh dim; else the p
+// replicas (the ranks differing only in the mesh dims v does not use) take shares of the n
+// local elements, share j beginning at 16 floor(ceil(n / 16) j / p) and the last ending at n:
+// the values are this rank's share, the bytes sent the others' shares.
+struct gather_count {
+  std::uint64_t calls = 0, values = 0, bytes = 0;
+  std::uint64_t replicas = 1;
+  void add(const gather_count& c) {
+    calls += c.calls;
+    values += c.values;
+    bytes += c.bytes;
+  }
+};
+template <class Tensor>
+gather_count shared_update(const Tensor& v) {
+  using Mesh = typename Tensor::mesh_type;
+  const unsigned all = (1u << Mesh::ndims) - 1;
+  const unsigned mask = all & ~Tensor::split_mask();
+  if (mask == 0) return {};
+  const auto& m = v.mesh();
+  const auto p = static_cast<std::uint64_t>(m.group_size(mask));
+  const auto me = static_cast<std::uint64_t>(m.group_rank(mask));
+  const std::uint64_t n = v.local().size(), chunks = (n + 15) / 16;
+  const auto begin = [&](std::uint64_t j) {
+    return j == p ? n : std::min<std::uint64_t>(n, chunks * j / p * 16);
+  };
+  const std::uint64_t share = begin(me + 1) - begin(me);
+  return {1, share, (n - share) * sizeof(typename Tensor::value_type), p};
+}
+
 // How run() drives an optimizer: `steps` steps; the learning rate halved before step 3
-// (references with an `lr`); no communication at all in a step (`local_only`).
+// (references with an `lr`); no allreduce in a step (`local_only`); sharded updates turned
+// off before step `unshard_from` (-1: never).
 struct schedule {
   int steps = 5;
   bool halve_rate = true;
   bool local_only = true;
   double tolerance = tol;
+  int unshard_from = -1;
 };
 
 // run(opt, schedule, variables...): opt on the variables, each checked against its reference
@@ -250,9 +286,34 @@ void run(Opt& opt, const schedule& s, Tracked&... vs) {
     (vs.set_gradient(k), ...);
     if (k == 2) first.var.zero_grad();
     const auto before = first.var.value().local();
+    if (k == s.unshard_from) opt.set_sharded_updates(false);
+    // Adam(W)'s replicas share each update and allgather it; SGD (too light to gain) and
+    // Adafactor (it reduces over rows and columns) update whole slices. The first update
+    // after sharding is turned off completes Adam's state first: m and v, each as the shares.
+    gather_count expected;
+    using O = std::remove_cvref_t<Opt>;
+    if constexpr (std::is_same_v<O, mp::adam> || std::is_same_v<O, mp::adamw>) {
+      auto add = [&](auto& v) {
+        if (!v.var.grad()) return;
+        const auto c = shared_update(v.var.value());
+        if (opt.sharded_updates()) {
+          expected.add(c);
+          v.stale = c.calls == 1 && c.replicas > 1;
+        } else if (v.stale) {
+          expected.add(c);
+          expected.add(c);
+          v.stale = false;
+        }
+      };
+      (add(vs), ...);
+    }
     const auto& mesh = first.var.value().mesh();
     mesh.counters().reset();
     opt.step();
+    const auto gathered = mesh.counters().total(mp::collective::allgather);
+    CHECK(gathered.calls == expected.calls);
+    CHECK(gathered.values == expected.values);
+    CHECK(gathered.bytes_sent == expected.bytes);
     if (s.local_only) CHECK(mesh.counters().total(mp::collective::allreduce).calls == 0);
     CHECK_ALL_RANKS((... && !vs.var.grad()));
     if (k == 2) CHECK_ALL_RANKS(meshpp_test::bit_equal(first.var.value().local(), before));

@@ -2,7 +2,8 @@
 // [rows/a, cols/b] and a vector [cols/b] (and the same replicated) in one optimizer, with
 // fixed synthetic gradients, against single-rank references in plain double loops (float
 // variables too); grads cleared, a variable without a grad left alone (state included), no
-// communication; errors, moves, zero_grad.
+// sums; Adam's updates of replicated variables sharded (their allgathers counted), then not;
+// errors, moves, zero_grad.
 #include <meshpp/optim/adam.hpp>
 #include <meshpp/optim/sgd.hpp>
 
@@ -18,12 +19,12 @@ using meshpp_test::world;
 namespace {
 
 template <class Mesh, class Opt, class Ref>
-void run_on(const Mesh& m, Opt&& opt, const Ref& ref) {
+void run_on(const Mesh& m, Opt&& opt, const Ref& ref, const schedule& s = {}) {
   using matrix_t = mp::tensor_of<double, mp::shape<rows, cols>, Mesh>;
   using vector_t = mp::tensor_of<double, mp::shape<cols>, Mesh>;
   tracked<vector_t, Ref> vector(m, 0, ref);  // skips step 2
   tracked<matrix_t, Ref> matrix(m, 1, ref);
-  run(opt, schedule{}, vector, matrix);
+  run(opt, s, vector, matrix);
 }
 
 template <class Mesh>
@@ -66,6 +67,22 @@ TEST_CASE("sgd, adam, adamw match plain-loop references, split layout") {
 TEST_CASE("sgd, adam, adamw match plain-loop references, replicated layout") {
   replicated_mesh m(meshpp_test::grid2(world().size()));
   check_all(m);
+}
+
+TEST_CASE("adam, adamw sharded, then turned off: the state is completed first") {
+  // the vector [cols/b] of the split layout is replicated over a; everything of the
+  // replicated one over a and b
+  auto check = [](const auto& m) {
+    for (const int from : {0, 3}) {
+      CAPTURE(from);
+      const schedule s{.unshard_from = from};
+      run_on(m, mp::adam({.learning_rate = 0.01}), adam_reference{0.01, 0.9, 0.999, 1e-8, 0}, s);
+      run_on(m, mp::adamw({.learning_rate = 0.01, .weight_decay = 0.3}),
+             adam_reference{0.01, 0.9, 0.999, 1e-8, 0.3}, s);
+    }
+  };
+  check(split_mesh(meshpp_test::grid2(world().size())));
+  check(replicated_mesh(meshpp_test::grid2(world().size())));
 }
 
 TEST_CASE("sgd, adam, adamw on float variables, split layout") {

@@ -251,7 +251,10 @@ TEST_CASE("layout search: each candidate priced term by term, ranked, and held t
   machine.gemm_flops_per_second = 1e10;
   machine.stream_bytes_per_second = 4e9;
   const double alpha = 1e-4, beta = 1e-9;
-  for (int p : {2, 4}) machine.set(mp::collective::allreduce, p, mp::alpha_beta{alpha, beta});
+  for (int p : {2, 4}) {
+    machine.set(mp::collective::allreduce, p, mp::alpha_beta{alpha, beta});
+    machine.set(mp::collective::allgather, p, mp::alpha_beta{alpha, beta});
+  }
   // candidates planned on 4 ranks whatever this run has (plans need no ranks)
   auto step = [](const mesh_t& m) { mnist_step(m, std::size_t{4} << 20); };
   mp::layout_search search(machine);
@@ -265,7 +268,8 @@ TEST_CASE("layout search: each candidate priced term by term, ranked, and held t
     for (const auto& o : c.steps.operations()) {
       for (const auto& e : o.collectives) {
         if (c.steps.group_size(e.mask) == 1) continue;
-        CHECK(e.kind == mp::collective::allreduce);  // the only kind this step makes
+        // the only kinds this step makes: the sums, and Adam's updates shared by replicas
+        CHECK((e.kind == mp::collective::allreduce || e.kind == mp::collective::allgather));
         communication += static_cast<double>(e.count.calls) * alpha +
                          beta * static_cast<double>(e.count.bytes_sent);
       }
@@ -319,11 +323,14 @@ TEST_CASE("layout search: each candidate priced term by term, ranked, and held t
   only_pairs.gemm_flops_per_second = 1e10;
   only_pairs.stream_bytes_per_second = 4e9;
   only_pairs.set(mp::collective::allreduce, 2, mp::alpha_beta{alpha, beta});
+  only_pairs.set(mp::collective::allgather, 2, mp::alpha_beta{alpha, beta});
   mp::layout_search pairs(only_pairs);
   pairs.add<mesh_t>("data", {4, 1, 1}, step);
   pairs.add<mesh_t>("data+model", {2, 2, 1}, step);
   CHECK(pairs.extrapolated() ==
         "note: allreduce over 4 ranks is priced from the figures of other group sizes; for this "
+        "search, calibrate at 4 ranks (mpiexec -n 4 examples/calibrate)\n"
+        "note: allgather over 4 ranks is priced from the figures of other group sizes; for this "
         "search, calibrate at 4 ranks (mpiexec -n 4 examples/calibrate)\n");
   CHECK(pairs.table().find(pairs.extrapolated() + "winner: ") != std::string::npos);
 

@@ -296,6 +296,49 @@ void allreduce_sum(const Mesh& m, unsigned mask, std::span<T> data) {
 }
 }  // namespace detail
 
+namespace detail {
+// allgather_blocks_over(m, mask, data, counts): the allgather of this rank's group over the
+// mesh dims in the bit set mask, in place: member j's block is counts[j] values at data +
+// counts[0] + ... + counts[j - 1], this member's already there, the others' received there
+// (the same counts on every member). Counted as allgather<over<...>>::run_blocks counts
+// (this member's values; the bytes of the others' blocks), on a planned mesh counted only.
+// MPI_Allgatherv, or point-to-point messages when the total outgrows MPI's int (the total is
+// the same on every member, so is the choice). What run_blocks and the sharded optimizer
+// update (optim/optimizer.hpp) run.
+template <class Mesh, class T>
+void allgather_blocks_over(const Mesh& m, unsigned mask, std::span<T> data,
+                           std::span<const std::size_t> counts) {
+  const auto me = static_cast<std::size_t>(m.group_rank(mask));
+  const auto blocks = blocks_of("meshpp::allgather", m, mask, counts, data.size(),
+                                me < counts.size() ? counts[me] : 0);
+  const std::size_t p = blocks.p;
+  const auto& at = blocks.at;
+  m.counters().record(collective::allgather, mask, counts[me], bytes<T>(data.size() - counts[me]));
+  if (m.planning() || p == 1) return;
+  const auto& comm = m.communicator(mask);
+  call_site site{"allgather", mask, mesh_names<Mesh>, type_name<T>(), counts[me]};
+  site.count_agrees = false;
+  before_collective(MPI_Comm(comm), site);
+  const MPI_Datatype type = mpi_type<T>();
+  if (at[p] <= mpi_count_limit) {
+    const auto [c, d] = as_counts(counts, at);
+    checked(MPI_Allgatherv(MPI_IN_PLACE, 0, type, data.data(), c.data(), d.data(), type,
+                           MPI_Comm(comm)),
+            "MPI_Allgatherv", site);
+    return;
+  }
+  exchange_messages(
+      MPI_Comm(comm), type, sizeof(T),
+      [&](std::size_t) {
+        return std::pair{static_cast<const void*>(data.data() + at[me]), counts[me]};
+      },
+      [&](std::size_t j) {
+        return std::pair{static_cast<void*>(data.data() + at[j]), counts[j]};
+      },
+      site);
+}
+}  // namespace detail
+
 template <class Over>
 struct allgather;
 // [x] |-> [x_0, x_1, ..., x_{p-1}]   blocks in mesh-coordinate order of the group
@@ -346,38 +389,13 @@ struct allgather<over<Ms...>> {
   static void run_blocks(const Mesh& m, std::span<const T> in, std::span<T> out,
                          std::span<const std::size_t> counts) {
     using g = detail::group_of<Mesh, Ms...>;
-    // (not structured bindings: clang 14 does not let lambdas capture them)
     const auto blocks =
         detail::blocks_of("meshpp::allgather", m, g::mask, counts, out.size(), in.size());
-    const std::size_t p = blocks.p, me = blocks.me;
-    const auto& at = blocks.at;
     if (detail::all_equal(counts)) return run(m, in, out);  // even: MPI_Allgather
-    m.counters().record(collective::allgather, g::mask, in.size(),
-                        detail::bytes<T>(out.size() - in.size()));
-    if (m.planning()) return;
-    std::copy(in.begin(), in.end(), out.begin() + static_cast<std::ptrdiff_t>(at[me]));
-    if (p == 1) return;
-    const auto& comm = g::comm(m);
-    auto site = g::template site<T>("allgather", in.size());
-    site.count_agrees = false;
-    detail::before_collective(MPI_Comm(comm), site);
-    const MPI_Datatype type = detail::mpi_type<T>();
-    if (at[p] <= detail::mpi_count_limit) {
-      const auto [c, d] = detail::as_counts(counts, at);
-      detail::checked(MPI_Allgatherv(MPI_IN_PLACE, 0, type, out.data(), c.data(), d.data(), type,
-                                     MPI_Comm(comm)),
-                      "MPI_Allgatherv", site);
-      return;
-    }
-    detail::exchange_messages(
-        MPI_Comm(comm), type, sizeof(T),
-        [&](std::size_t) {
-          return std::pair{static_cast<const void*>(in.data()), in.size()};
-        },
-        [&](std::size_t j) {
-          return std::pair{static_cast<void*>(out.data() + at[j]), counts[j]};
-        },
-        site);
+    if (!m.planning())
+      std::copy(in.begin(), in.end(),
+                out.begin() + static_cast<std::ptrdiff_t>(blocks.at[blocks.me]));
+    detail::allgather_blocks_over(m, g::mask, out, counts);
   }
 };
 

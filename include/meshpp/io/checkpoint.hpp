@@ -53,11 +53,13 @@
 // the tensor then holding what was read. A failure inside a collective write or read (a disk
 // failing mid-save) throws on the ranks that see it, like any I/O error in MPI-IO.
 //
-// Communication outside HDF5's own collectives: save broadcasts the temporary name (and a
-// problem with the directory) from rank 0, allreduces one 64-bit checksum per dataset, waits at
+// Communication outside HDF5's own collectives: save completes an optimizer's state where
+// sharded updates left it in shares (one allgather per state tensor over its variable's
+// replicas, optim/optimizer.hpp), broadcasts the temporary name (and a problem with the
+// directory) from rank 0, allreduces one 64-bit checksum per dataset, waits at
 // a barrier after closing, and broadcasts the result of the rename; load broadcasts rank 0's
-// verdict on the file and allreduces one checksum per dataset. All over the mesh's
-// communicator (mesh.world()).
+// verdict on the file and allreduces one checksum per dataset. All but the allgathers over the
+// mesh's communicator (mesh.world()).
 #pragma once
 
 #include <hdf5.h>
@@ -171,6 +173,15 @@ class checkpoint {
       throw error("meshpp::checkpoint::add(optimizer): a checkpoint holds one optimizer");
     optimizer_ = &opt;
     return *this;
+  }
+
+  // complete_state(comm, who): the optimizer's state whole on every rank (sharded updates leave
+  // it in shares, optim/optimizer.hpp): what save() does first. Collective over the variables'
+  // mesh; throws meshpp::error before any communication if comm's ranks are not its ranks.
+  void complete_state(MPI_Comm comm, const std::string& who) const {
+    if (!optimizer_) return;
+    optimizer_->check_state_over(comm, who);
+    optimizer_->complete_state();
   }
 
   // walk(v): everything added, through v, in one fixed order (the same on every rank)
@@ -839,15 +850,19 @@ inline void agree_with_rank0(const boost::mpi::communicator& comm, std::string p
 }  // namespace detail::hdf5
 
 // save(path, mesh, checkpoint): writes everything the checkpoint holds to the HDF5 file `path`
-// (see the top of this header), atomically. Collective over mesh.world(). Throws meshpp::error
-// on every rank, before any collective HDF5 call, for bad names, an optimizer that cannot be
-// saved, or a directory that does not exist or cannot be written.
+// (see the top of this header), atomically. Collective over mesh.world() (and first, where an
+// optimizer's sharded updates left its state in shares, over its variables' mesh, which must
+// have the same ranks). Throws meshpp::error on every rank, before any collective HDF5 call,
+// for bad names, an optimizer that cannot be saved, an optimizer state in shares over other
+// ranks than mesh's, or a directory that does not exist or cannot be written.
 template <class Mesh>
 void save(const std::string& path, const Mesh& mesh, const checkpoint& ckpt) {
   namespace h5 = detail::hdf5;
   const std::string who = "meshpp::save('" + path + "')";
   const boost::mpi::communicator& comm = mesh.world();
   ckpt.validate(who);
+  // an optimizer's sharded state: one allgather per state tensor
+  ckpt.complete_state(MPI_Comm(comm), who);
   {
     h5::save_visitor dry(H5I_INVALID_HID, comm, who,
                          true);  // throws what the walk would, everywhere

@@ -17,7 +17,8 @@
 // rescale it); scaled by lr, as torch.optim.AdamW does.
 //
 // [..., rows/a, cols/b] |-> [..., rows/a, cols/b]   one pass over the local slices of p, g, m,
-// v in SIMD batches; no communication. State: 2 tensors laid out as p.
+// v in SIMD batches; element-wise, so replicas of p share the work (optim/optimizer.hpp,
+// optimizer_slot::apply: one allgather of p over them). State: 2 tensors laid out as p.
 #pragma once
 
 #include <cmath>
@@ -28,6 +29,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/optim/optimizer.hpp"
@@ -112,9 +114,11 @@ class adam_slot final : public optimizer_slot<Tensor> {
     T wd = 0;
     if constexpr (requires { o.weight_decay; }) wd = static_cast<T>(o.weight_decay);
 
-    // one pass over p, g, m, v in SIMD batches (core/lanes.hpp)
+    // one pass over this rank's shard of p, g, m, v in SIMD batches (core/lanes.hpp)
+    const auto [begin, end] = this->shard();
+    this->count_passes(7);  // p, g, m, v read; p, m, v written
     for_each_lane<T>(
-        this->parameter().local().size(),
+        end - begin,
         [&](auto& p, const auto& g, auto& m, auto& v) {
           using std::sqrt;
           using V = std::remove_cvref_t<decltype(p)>;
@@ -124,8 +128,14 @@ class adam_slot final : public optimizer_slot<Tensor> {
           const V v_hat = v * V(correct2);
           p -= V(lr) * (m_hat / (sqrt(v_hat) + V(eps)) + V(wd) * p);
         },
-        this->parameter().local().data(), std::as_const(this->gradient().local()).data(),
-        m_->local().data(), v_->local().data());
+        this->parameter().local().data() + begin,
+        std::as_const(this->gradient().local()).data() + begin, m_->local().data() + begin,
+        v_->local().data() + begin);
+  }
+  bool shardable() const override { return true; }
+  std::vector<Tensor*> state_tensors() override {
+    if (!m_) return {};
+    return {&*m_, &*v_};
   }
 
   // the count of updates and the two moments (absent before the first update)

@@ -10,8 +10,24 @@
 // the variable's state tensors (momentum, moments, factored statistics). The state is created
 // at the variable's first update, laid out exactly as the variable (or, for statistics that
 // drop dims, as the variable restricted to the dims they keep), so an update reads the local
-// slices of parameter, gradient and state side by side and needs no communication unless its
-// rule reduces over a dim (Adafactor; see optim/adafactor.hpp).
+// slices of parameter, gradient and state side by side and needs no sums unless its rule
+// reduces over a dim (Adafactor; see optim/adafactor.hpp).
+//
+// Sharded updates: a variable replicated over mesh dims (data parallelism: the weights are
+// whole on every rank of the batch's mesh dim) would have each replica compute the same
+// update. When the rule is element-wise and heavy enough to gain (Adam, AdamW: shardable()),
+// the p replicas split the local slice instead: each updates its 1/p share and one allgather
+// over the replicas (values: the share; bytes sent: the others' shares of the slice) brings
+// the rest, in the operation "update <name> (sharded)". Results are the same bits as without
+// sharding (the rule runs per element; the batch width changes no result, core/lanes.hpp).
+// Plain SGD reads 3 arrays an element, and its step at 2 ranks was 3% slower sharded (the
+// allgather costs more than half its pass), so SGD does not shard. set_sharded_updates(false)
+// turns sharding off for an optimizer.
+// The state stays in shares until a checkpoint saves it: save() calls complete_state() on
+// every rank first (one allgather per state tensor, in the phase "checkpoint"); a load
+// replaces the state whole; the first update after set_sharded_updates(false) completes it
+// too. Adafactor's rule reduces over rows and columns, so each rank
+// updates the whole slice.
 //
 // step() is collective like every meshpp operation: all ranks call it with the same variables,
 // whose gradients are present on all ranks alike (backward() is collective too). A variable
@@ -40,7 +56,9 @@
 //    public:
 //     my_slot(mp::variable<Tensor> v, std::shared_ptr<const Options> o);
 //     void update() override;   // parameter() from gradient() and the state, local slices
-//   };
+//   };                          // (an element-wise rule may also return true from
+//                               // shardable(), update only the elements shard() names and
+//                               // list its state in state_tensors(): optim/adam.hpp)
 //   class my_opt : public mp::basic_optimizer<my_options, my_slot> {
 //    public:
 //     explicit my_opt(my_options o) : basic_optimizer(std::move(o)) {}
@@ -52,6 +70,7 @@
 // them, saving such an optimizer throws meshpp::error.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -59,6 +78,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -67,6 +87,7 @@
 #include <vector>
 
 #include "meshpp/autodiff/traced.hpp"
+#include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/lanes.hpp"
@@ -122,8 +143,26 @@ class slot_base {
   virtual bool has_grad() const = 0;
   // check(): throws meshpp::error if the gradient does not fit the variable (every rank alike)
   virtual void check() const = 0;
-  // update(): the optimizer's rule, from the gradient into the value and the state
+  // update(): the optimizer's rule, from the gradient into the value and the state, over the
+  // local elements shard() names
   virtual void update() = 0;
+  // shardable(): the rule reads element i of the gradient and the state only to write element
+  // i of the variable and the state, and reads enough an element that replicas gain by
+  // splitting it (Adam), so step() may shard it
+  virtual bool shardable() const { return false; }
+  // apply(shard): update() on the whole local slice, or with shard (shardable() only) on this
+  // rank's share and then the other replicas' shares of the variable (see optimizer::step)
+  virtual void apply(bool shard) = 0;
+  // complete_state(): the other replicas' shards of the state, where sharded updates left this
+  // rank's copy stale there (before a checkpoint saves the state); collective over them
+  virtual void complete_state() = 0;
+  // state_replaced(): the whole state was just loaded (it is complete)
+  virtual void state_replaced() = 0;
+  // state_in_shares(): sharded updates left the state stale outside this rank's share
+  virtual bool state_in_shares() const = 0;
+  // mesh_world(): the communicator of all ranks of the variable's mesh (the replicas that
+  // complete_state() waits for are among them)
+  virtual MPI_Comm mesh_world() const = 0;
   virtual void clear_grad() = 0;
   // record_layout(): records the variable's layout in the operation open now (no bytes made:
   // the update writes it in place), so a plan says which variable each update row is for
@@ -139,6 +178,23 @@ class slot_base {
   }
 };
 
+// shard_counts(n, p): n elements in p shares that begin at multiples of 16 elements (whole
+// cache lines of float, where the slice is aligned): share j begins at 16 floor(B j / p), B =
+// ceil(n / 16), and the last ends at n. Share 0 is rank 0's, the one the layout enumeration
+// estimates (plan/enumerate.hpp).
+inline std::vector<std::size_t> shard_counts(std::size_t n, std::size_t p) {
+  constexpr std::size_t chunk = 16;
+  const std::size_t chunks = (n + chunk - 1) / chunk;
+  std::vector<std::size_t> counts(p);
+  std::size_t begin = 0;
+  for (std::size_t j = 0; j < p; ++j) {
+    const std::size_t end = j + 1 == p ? n : std::min(n, chunks * (j + 1) / p * chunk);
+    counts[j] = end - begin;
+    begin = end;
+  }
+  return counts;
+}
+
 template <class X>
 inline constexpr bool is_variable_v = false;
 template <class Tensor>
@@ -150,7 +206,11 @@ inline constexpr bool is_variable_v<variable<Tensor>> = true;
 /// derived class, its state. A derived slot overrides update() and, for checkpoints,
 /// visit_state(state_visitor&); it reads parameter() and gradient() (the local slices of both
 /// are laid out alike) and makes state tensors laid out as the variable with
-/// zeros_like_parameter(), so an element-wise rule needs no communication.
+/// zeros_like_parameter(), so an element-wise rule needs no sums. Such a rule may also let
+/// the variable's replicas share its work: shardable() returns true, update() touches only
+/// the local elements shard() names, and state_tensors() lists every state tensor it keeps
+/// per element (the same list on every replica: complete_state() allgathers each; a state
+/// tensor left out would be saved stale).
 /// @tparam Tensor the variable's meshpp::tensor type
 template <class Tensor>
 class optimizer_slot : public detail::slot_base {
@@ -160,9 +220,48 @@ class optimizer_slot : public detail::slot_base {
 
   explicit optimizer_slot(variable<Tensor> v) : variable_(std::move(v)) {}
 
-  // update(): the optimizer's rule, from gradient() into parameter() and the state; called by
-  // step() on every rank alike, only when the variable has a gradient (which step() clears)
+  // update(): the optimizer's rule, from gradient() into parameter() and the state, for the
+  // local elements [shard().begin, shard().end); called by step() on every rank alike, only
+  // when the variable has a gradient (which step() clears)
   void update() override = 0;
+
+  // apply(shard): a shardable rule, when step() shards it, on a variable replicated over mesh
+  // dims (the dims its layout does not use) is sharded over those replicas: each updates the
+  // elements shard() names, a 1/p share of its local slice (p the replicas; shares begin at
+  // multiples of 16 elements), and an allgather over the replicas brings the others' shares
+  // of the variable. The state (the same shares of it) stays stale where others updated it
+  // until complete_state(). Any other rule updates the whole slice, with no communication
+  // (but for completing a state that earlier sharded updates left in shares).
+  void apply(bool shard) final {
+    const std::size_t n = variable_.value().local().size();
+    const unsigned mask = replica_mask();
+    if (!shard || !shardable() || mask == 0) {
+      complete_state();  // sharded before (set_sharded_updates(false) since): whole again
+      shard_ = {0, n};
+      update();
+      return;
+    }
+    const auto counts = shard_counts(n);
+    const auto me = static_cast<std::size_t>(variable_.value().mesh().group_rank(mask));
+    shard_.begin = 0;
+    for (std::size_t j = 0; j < me; ++j) shard_.begin += counts[j];
+    shard_.end = shard_.begin + counts[me];
+    update();
+    shard_ = {0, n};
+    share(variable_.value(), counts);
+    state_stale_ = counts.size() > 1;
+  }
+
+  void complete_state() final {
+    if (!state_stale_) return;
+    const auto scope = mesh_counters().operation([&] { return "complete the state of " + name(); });
+    const auto counts = shard_counts(variable_.value().local().size());
+    for (Tensor* t : state_tensors()) share(*t, counts);
+    state_stale_ = false;
+  }
+  void state_replaced() final { state_stale_ = false; }
+  bool state_in_shares() const final { return state_stale_; }
+  MPI_Comm mesh_world() const final { return MPI_Comm(variable_.value().mesh().world()); }
 
   const detail::node_base* node() const override { return variable_.node().get(); }
   const std::string& name() const override { return variable_.name(); }
@@ -201,8 +300,48 @@ class optimizer_slot : public detail::slot_base {
     return Tensor(variable_.value().mesh(), variable_.value().sizes());
   }
 
+  /// The local elements [begin, end) that update() updates: all of them, or this rank's share
+  /// when the rule is element-wise and the variable replicated (see apply())
+  struct element_range {
+    std::size_t begin = 0, end = 0;
+  };
+  element_range shard() const { return shard_; }
+  // count_passes(arrays): counts the update's memory traffic, `arrays` arrays of the shard's
+  // elements read or written (Adam: p, g, m, v read, p, m, v written: 7), for plans
+  void count_passes(std::size_t arrays) const {
+    mesh_counters().streamed(
+        [&] { return arrays * (shard_.end - shard_.begin) * sizeof(value_type); });
+  }
+  // state_tensors(): an element-wise rule's state tensors that exist now (each laid out as the
+  // variable), which complete_state() completes
+  virtual std::vector<Tensor*> state_tensors() { return {}; }
+
  private:
+  // the mesh dims the variable is replicated over (those its layout does not split it over)
+  static constexpr unsigned replica_mask() {
+    constexpr unsigned all = (1u << Tensor::mesh_type::ndims) - 1;
+    return all & ~Tensor::split_mask();
+  }
+  // shard_counts(n): the replicas' shares of n local elements (the same on each: replicas hold
+  // the same slice), in their group's order: share j begins at element 16 floor(B j / p), B
+  // the chunks of 16 (ceil(n / 16)), and the last ends at n
+  std::vector<std::size_t> shard_counts(std::size_t n) const {
+    const unsigned mask = replica_mask();
+    const auto p = static_cast<std::size_t>(variable_.value().mesh().group_size(mask));
+    return detail::shard_counts(n, p);
+  }
+  // share(t, counts): each replica's share of t's local slice, to every replica (counted: one
+  // allgather over the replica mesh dims)
+  static void share(Tensor& t, const std::vector<std::size_t>& counts) {
+    auto& local = t.local();
+    detail::allgather_blocks_over(t.mesh(), replica_mask(),
+                                  std::span<value_type>(local.data(), local.size()),
+                                  std::span<const std::size_t>(counts));
+  }
+
   variable<Tensor> variable_;
+  element_range shard_;
+  bool state_stale_ = false;  // sharded updates have run since the state was last complete
 };
 
 /// @brief The base of every optimizer: its variables (one slot each) and its step count.
@@ -226,10 +365,33 @@ class optimizer {
     for (const auto& s : slots_) {
       if (!s->has_grad()) continue;
       const auto phase = s->mesh_counters().phase("optimizer");
-      const auto scope = s->mesh_counters().operation([&] { return "update " + s->name(); });
+      const bool shard = sharded_updates_ && s->shardable();
+      const auto scope = s->mesh_counters().operation(
+          [&] { return "update " + s->name() + (shard ? " (sharded)" : ""); });
       s->record_layout();  // the variable's layout first (plan/enumerate.hpp reads it)
-      s->update();
+      s->apply(shard);
       s->clear_grad();
+    }
+  }
+
+  // set_sharded_updates(on): whether shardable rules on replicated variables are sharded over
+  // the replicas (the default: on; see the top of optim/optimizer.hpp). Every rank alike.
+  void set_sharded_updates(bool on) { sharded_updates_ = on; }
+  bool sharded_updates() const { return sharded_updates_; }
+
+  // check_state_over(comm, who): throws meshpp::error "<who>: ..." if a variable's state is in
+  // shares and the ranks of its mesh are not those of comm (complete_state() over comm's ranks
+  // would wait for others). No communication; what save() checks before completing.
+  void check_state_over(MPI_Comm comm, const std::string& who) const {
+    for (const auto& s : slots_) {
+      if (!s->state_in_shares()) continue;
+      int result = MPI_UNEQUAL;
+      detail::checked(MPI_Comm_compare(s->mesh_world(), comm, &result), "MPI_Comm_compare");
+      if (result == MPI_IDENT || result == MPI_CONGRUENT) continue;
+      throw error(who + ": the optimizer state of variable '" + s->name() +
+                  "' is in shares over the ranks of its mesh (sharded updates), which are not "
+                  "the ranks of this save's mesh: save with the variables' mesh, or call the "
+                  "optimizer's complete_state() on every rank of it first");
     }
   }
 
@@ -257,7 +419,20 @@ class optimizer {
   const detail::node_base* variable_node(std::size_t i) const { return slots_.at(i)->node(); }
   const std::string& variable_name(std::size_t i) const { return slots_.at(i)->name(); }
   // visit_slot(i, v): variable i's state (moments, buffers, its count of updates)
-  void visit_slot(std::size_t i, state_visitor& v) { slots_.at(i)->visit_state(v); }
+  // (no communication: a save completes the state first, with complete_state())
+  void visit_slot(std::size_t i, state_visitor& v) {
+    slots_.at(i)->visit_state(v);
+    if (v.what() == state_visitor::mode::load) slots_.at(i)->state_replaced();
+  }
+  // complete_state(): every variable's state whole on every rank, where sharded updates left
+  // it in shares (see optimizer_slot::apply). Collective: save() calls it on every rank.
+  void complete_state() {
+    for (const auto& s : slots_) {
+      if (!s->state_in_shares()) continue;
+      const auto phase = s->mesh_counters().phase("checkpoint");
+      s->complete_state();
+    }
+  }
 
  protected:
   optimizer() = default;
@@ -284,6 +459,7 @@ class optimizer {
  private:
   std::vector<std::unique_ptr<detail::slot_base>> slots_;
   std::int64_t steps_ = 0;
+  bool sharded_updates_ = true;
 };
 
 /// @brief An optimizer whose rule is Slot and whose hyperparameters are Options. Slots share

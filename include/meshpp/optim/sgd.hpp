@@ -13,7 +13,9 @@
 // meshpp::error from the constructor or set_learning_rate).
 //
 // [..., rows/a, cols/b] |-> [..., rows/a, cols/b]   one pass over the local slices of p, g,
-// b; no communication (each rank holding a slice of p holds the complete gradient of it).
+// b; no communication (each rank holding a slice of p holds the complete gradient of it). Not
+// sharded among replicas: plain SGD's 3 arrays an element gained less than the allgather
+// costs (optim/optimizer.hpp); with momentum (5) it was not measured.
 #pragma once
 
 #include <cstddef>
@@ -71,10 +73,12 @@ class sgd_slot final : public optimizer_slot<Tensor> {
     const T lr = static_cast<T>(o.learning_rate);
     const T wd = static_cast<T>(o.weight_decay);
     const T mu = static_cast<T>(o.momentum);
-    T* p = this->parameter().local().data();
-    const T* g = std::as_const(this->gradient().local()).data();
-    const std::size_t n = this->parameter().local().size();
+    const auto [begin, end] = this->shard();  // the whole slice: SGD does not shard
+    T* p = this->parameter().local().data() + begin;
+    const T* g = std::as_const(this->gradient().local()).data() + begin;
+    const std::size_t n = end - begin;
     if (o.momentum == 0) {
+      this->count_passes(3);  // p, g read; p written
       for_each_lane<T>(
           n,
           [&](auto& p, const auto& g) {
@@ -85,7 +89,8 @@ class sgd_slot final : public optimizer_slot<Tensor> {
       return;
     }
     if (!buffer_) buffer_.emplace(this->zeros_like_parameter());
-    T* b = buffer_->local().data();
+    T* b = buffer_->local().data() + begin;
+    this->count_passes(5);  // p, g, b read; p, b written
     const bool nesterov = o.nesterov;
     for_each_lane<T>(
         n,

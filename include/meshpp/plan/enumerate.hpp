@@ -34,6 +34,9 @@
 //                          embedding tables: summed over the data dims, the dims of the ids a
 //                          take reads, that the parameter lacks): allreduces over S, packed in
 //                          buckets of bucket_bytes as the gradient buckets do
+//   update of p            a sharded update ("update p (sharded)": Adam's) on p replicated
+//                          over mesh dims R: an allgather over R of the others' shares, rank 0
+//                          streaming its own share only (optimizer_slot::apply)
 //
 // and every row's bytes made and streamed scale with the local share of the tensors it made.
 // The price is the search's (plan/search.hpp): compute at the calibrated sgemm rate, passes at
@@ -272,6 +275,7 @@ class layout_enumeration {
     bool communicated = false;  // it made a collective in the reference (over one rank)
     std::string text;           // "phase name"
     bool gradient = false;      // a backward einsum making a parameter's gradient
+    bool sharded = false;       // an update the replicas share (allgather)
     // an einsum's gemm calls, with its dims by role: m (A and C), n (B and C), k (A and B),
     // batch (all three); swapped: the call computes C^T (its m is the n dims)
     struct gemm_role {
@@ -419,6 +423,7 @@ class layout_enumeration {
         r.k = kind::reshape;
       } else if (starts("update ")) {
         r.k = kind::update;
+        r.sharded = n.ends_with(" (sharded)");  // optimizer::step names it so
       }
       for (const auto& l : o.layouts) {
         tensor_dims t;
@@ -677,6 +682,23 @@ class layout_enumeration {
           }
           collect(collective::allgather, gather, local(r.in[0]), runs_of(r), r.value_bytes,
                   whole - local(r.in[0]));
+          break;
+        }
+        case kind::update: {
+          // a sharded update of a variable replicated over mesh dims: the replicas share
+          // it and allgather their shares (optimizer_slot::apply); rank 0 holds share 0
+          // (its passes, over rank 0's share only)
+          if (!r.sharded) break;
+          const auto& p = r.layouts.front().first;
+          unsigned mask = (1u << mesh.size()) - 1;
+          mask &= ~mask_of(p.dims);
+          const auto n = static_cast<std::size_t>(std::llround(local(p)));
+          const auto replicas = static_cast<std::size_t>(group(mask));
+          const std::size_t chunks = (n + 15) / 16;
+          const std::size_t own = replicas == 1 ? n : std::min(n, chunks / replicas * 16);
+          if (n > 0) streamed *= static_cast<double>(own) / static_cast<double>(n);
+          collect(collective::allgather, mask, static_cast<double>(own), runs_of(r), r.value_bytes,
+                  static_cast<double>(n - own));
           break;
         }
         default:
