@@ -228,8 +228,9 @@ struct tracked {
 // shared_update<Tensor>(v): the allgather a sharded update of v makes (Adam's and AdamW's:
 // optimizer_slot::apply), restated: none when v is split over every mesh dim; else the p
 // replicas (the ranks differing only in the mesh dims v does not use) take shares of the n
-// local elements, share j beginning at 16 floor(ceil(n / 16) j / p) and the last ending at n:
-// the values are this rank's share, the bytes sent the others' shares.
+// local elements in whole chunks of 16: of the C = ceil(n / 16) chunks, the first C mod p
+// shares hold floor(C / p) + 1 and the others floor(C / p), the last share ending at n: the
+// values are this rank's share, the bytes sent the others' shares.
 struct gather_count {
   std::uint64_t calls = 0, values = 0, bytes = 0;
   std::uint64_t replicas = 1;
@@ -250,7 +251,7 @@ gather_count shared_update(const Tensor& v) {
   const auto me = static_cast<std::uint64_t>(m.group_rank(mask));
   const std::uint64_t n = v.local().size(), chunks = (n + 15) / 16;
   const auto begin = [&](std::uint64_t j) {
-    return j == p ? n : std::min<std::uint64_t>(n, chunks * j / p * 16);
+    return std::min<std::uint64_t>(n, 16 * (j * (chunks / p) + std::min(j, chunks % p)));
   };
   const std::uint64_t share = begin(me + 1) - begin(me);
   return {1, share, (n - share) * sizeof(typename Tensor::value_type), p};

@@ -26,8 +26,7 @@
 // The state stays in shares until a checkpoint saves it: save() calls complete_state() on
 // every rank first (one allgather per state tensor, in the phase "checkpoint"); a load
 // replaces the state whole; the first update after set_sharded_updates(false) completes it
-// too. Adafactor's rule reduces over rows and columns, so each rank
-// updates the whole slice.
+// too. Adafactor's rule reduces over rows and columns, so each rank updates the whole slice.
 //
 // step() is collective like every meshpp operation: all ranks call it with the same variables,
 // whose gradients are present on all ranks alike (backward() is collective too). A variable
@@ -88,6 +87,7 @@
 
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/comm/collectives.hpp"
+#include "meshpp/core/detail/divides.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/lanes.hpp"
@@ -178,23 +178,6 @@ class slot_base {
   }
 };
 
-// shard_counts(n, p): n elements in p shares that begin at multiples of 16 elements (whole
-// cache lines of float, where the slice is aligned): share j begins at 16 floor(B j / p), B =
-// ceil(n / 16), and the last ends at n. Share 0 is rank 0's, the one the layout enumeration
-// estimates (plan/enumerate.hpp).
-inline std::vector<std::size_t> shard_counts(std::size_t n, std::size_t p) {
-  constexpr std::size_t chunk = 16;
-  const std::size_t chunks = (n + chunk - 1) / chunk;
-  std::vector<std::size_t> counts(p);
-  std::size_t begin = 0;
-  for (std::size_t j = 0; j < p; ++j) {
-    const std::size_t end = j + 1 == p ? n : std::min(n, chunks * (j + 1) / p * chunk);
-    counts[j] = end - begin;
-    begin = end;
-  }
-  return counts;
-}
-
 template <class X>
 inline constexpr bool is_variable_v = false;
 template <class Tensor>
@@ -228,7 +211,7 @@ class optimizer_slot : public detail::slot_base {
   // apply(shard): a shardable rule, when step() shards it, on a variable replicated over mesh
   // dims (the dims its layout does not use) is sharded over those replicas: each updates the
   // elements shard() names, a 1/p share of its local slice (p the replicas; shares begin at
-  // multiples of 16 elements), and an allgather over the replicas brings the others' shares
+  // whole chunks of 16 elements), and an allgather over the replicas brings the others' shares
   // of the variable. The state (the same shares of it) stays stale where others updated it
   // until complete_state(). Any other rule updates the whole slice, with no communication
   // (but for completing a state that earlier sharded updates left in shares).
@@ -323,8 +306,7 @@ class optimizer_slot : public detail::slot_base {
     return all & ~Tensor::split_mask();
   }
   // shard_counts(n): the replicas' shares of n local elements (the same on each: replicas hold
-  // the same slice), in their group's order: share j begins at element 16 floor(B j / p), B
-  // the chunks of 16 (ceil(n / 16)), and the last ends at n
+  // the same slice), in their group's order (core/detail/divides.hpp)
   std::vector<std::size_t> shard_counts(std::size_t n) const {
     const unsigned mask = replica_mask();
     const auto p = static_cast<std::size_t>(variable_.value().mesh().group_size(mask));

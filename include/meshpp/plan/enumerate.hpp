@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "meshpp/core/counters.hpp"
+#include "meshpp/core/detail/divides.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/plan/machine.hpp"
 #include "meshpp/plan/plan.hpp"
@@ -694,8 +695,7 @@ class layout_enumeration {
           mask &= ~mask_of(p.dims);
           const auto n = static_cast<std::size_t>(std::llround(local(p)));
           const auto replicas = static_cast<std::size_t>(group(mask));
-          const std::size_t chunks = (n + 15) / 16;
-          const std::size_t own = replicas == 1 ? n : std::min(n, chunks / replicas * 16);
+          const std::size_t own = detail::shard_counts(n, replicas).front();
           if (n > 0) streamed *= static_cast<double>(own) / static_cast<double>(n);
           collect(collective::allgather, mask, static_cast<double>(own), runs_of(r), r.value_bytes,
                   static_cast<double>(n - own));

@@ -12,9 +12,11 @@
 // message, each putting its own name (and what it knows) around it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "meshpp/core/text.hpp"
 
@@ -50,6 +52,22 @@ constexpr std::size_t stripe_begin(std::size_t size, std::size_t parts, std::siz
 // stripe_size(size, parts, coordinate): the length of that stripe
 constexpr std::size_t stripe_size(std::size_t size, std::size_t parts, std::size_t coordinate) {
   return size / parts + (coordinate < size % parts ? 1 : 0);
+}
+
+// shard_counts(n, p): n elements in p shares of whole chunks of 16 (cache lines of float):
+// share j is stripe j of the ceil(n / 16) chunks, the last share ending at n. The shares of a
+// sharded optimizer update (optim/optimizer.hpp); share 0, the longest, is rank 0's, the one
+// the layout enumeration prices (plan/enumerate.hpp).
+//   shard_counts(40, 2) -> {32, 8}    shard_counts(10, 2) -> {10, 0}
+inline std::vector<std::size_t> shard_counts(std::size_t n, std::size_t p) {
+  constexpr std::size_t chunk = 16;
+  const std::size_t chunks = (n + chunk - 1) / chunk;
+  std::vector<std::size_t> counts(p);
+  for (std::size_t j = 0; j < p; ++j) {
+    const std::size_t begin = std::min(n, chunk * stripe_begin(chunks, p, j));
+    counts[j] = std::min(n, begin + chunk * stripe_size(chunks, p, j)) - begin;
+  }
+  return counts;
 }
 
 }  // namespace meshpp::detail
