@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -107,6 +108,24 @@ struct group_of {
   template <class T>
   static call_site site(const char* operation, std::size_t n) {
     return {operation, mask, mesh_names<Mesh>, type_name<T>(), n};
+  }
+  // begin<T>(m, kind, operation, in, out, bytes): the prologue of a collective of in's values
+  // into out over the group of p members: counts the call (bytes sent by this member); then
+  // the call's site, announced to the group (before_collective), where MPI is to be called,
+  // else nothing: a planned mesh moves nothing, and a group of one copies in to out
+  template <class T>
+  static std::optional<call_site> begin(const Mesh& m, collective kind, const char* operation,
+                                        std::span<const T> in, std::span<T> out,
+                                        std::uint64_t bytes, std::size_t p) {
+    m.counters().record(kind, mask, in.size(), bytes);
+    if (m.planning()) return std::nullopt;
+    if (p == 1) {
+      std::copy(in.begin(), in.end(), out.begin());
+      return std::nullopt;
+    }
+    auto s = site<T>(operation, in.size());
+    before_collective(MPI_Comm(comm(m)), s);
+    return s;
   }
 };
 template <class T>
@@ -353,16 +372,11 @@ struct allgather<over<Ms...>> {
                   " values; the group of " + std::to_string(p) + " needs " +
                   std::to_string(in.size() * p));
     }
-    m.counters().record(collective::allgather, g::mask, in.size(),
-                        (p - 1) * detail::bytes<T>(in.size()));
-    if (m.planning()) return;
+    const auto started = g::template begin<T>(m, collective::allgather, "allgather", in, out,
+                                              (p - 1) * detail::bytes<T>(in.size()), p);
+    if (!started) return;
+    const auto& site = *started;
     const auto& comm = g::comm(m);
-    if (p == 1) {
-      std::copy(in.begin(), in.end(), out.begin());
-      return;
-    }
-    const auto site = g::template site<T>("allgather", in.size());
-    detail::before_collective(MPI_Comm(comm), site);
     const MPI_Datatype type = detail::mpi_type<T>();
     const std::size_t n = in.size();
     if (n <= detail::mpi_count_limit) {
@@ -414,17 +428,12 @@ struct alltoall<over<Ms...>> {
           "multiple of the group size " +
           std::to_string(p));
     }
-    m.counters().record(collective::alltoall, g::mask, in.size(),
-                        (p - 1) * detail::bytes<T>(in.size()) / p);
-    if (m.planning()) return;
+    const auto started = g::template begin<T>(m, collective::alltoall, "alltoall", in, out,
+                                              (p - 1) * detail::bytes<T>(in.size()) / p, p);
+    if (!started) return;
+    const auto& site = *started;
     const auto& comm = g::comm(m);
-    if (p == 1) {
-      std::copy(in.begin(), in.end(), out.begin());
-      return;
-    }
     const std::size_t n = in.size() / p;  // a block
-    const auto site = g::template site<T>("alltoall", in.size());
-    detail::before_collective(MPI_Comm(comm), site);
     const MPI_Datatype type = detail::mpi_type<T>();
     if (n <= detail::mpi_count_limit) {
       detail::checked(MPI_Alltoall(in.data(), detail::as_count(n), type, out.data(),
@@ -548,16 +557,11 @@ struct reduce_scatter<over<Ms...>, Op> {
                   " values; " + std::to_string(p) + " blocks of " + std::to_string(out.size()) +
                   " expected");
     }
-    m.counters().record(collective::reduce_scatter, g::mask, in.size(),
-                        (p - 1) * detail::bytes<T>(in.size()) / p);
-    if (m.planning()) return;
+    const auto started = g::template begin<T>(m, collective::reduce_scatter, "reduce_scatter", in,
+                                              out, (p - 1) * detail::bytes<T>(in.size()) / p, p);
+    if (!started) return;
+    const auto& site = *started;
     const auto& comm = g::comm(m);
-    if (p == 1) {
-      std::copy(in.begin(), in.end(), out.begin());
-      return;
-    }
-    const auto site = g::template site<T>("reduce_scatter", in.size());
-    detail::before_collective(MPI_Comm(comm), site);
     const MPI_Datatype type = detail::mpi_type<T>();
     const std::size_t n = out.size();
     if (n <= detail::mpi_count_limit) {
@@ -597,16 +601,11 @@ struct reduce_scatter<over<Ms...>, Op> {
     const std::size_t p = blocks.p, me = blocks.me;
     const auto& at = blocks.at;
     if (detail::all_equal(counts)) return run(m, in, out);  // even: MPI_Reduce_scatter_block
-    m.counters().record(collective::reduce_scatter, g::mask, in.size(),
-                        detail::bytes<T>(in.size() - out.size()));
-    if (m.planning()) return;
-    if (p == 1) {
-      std::copy(in.begin(), in.end(), out.begin());
-      return;
-    }
+    const auto started = g::template begin<T>(m, collective::reduce_scatter, "reduce_scatter", in,
+                                              out, detail::bytes<T>(in.size() - out.size()), p);
+    if (!started) return;
+    const auto& site = *started;
     const auto& comm = g::comm(m);
-    auto site = g::template site<T>("reduce_scatter", in.size());
-    detail::before_collective(MPI_Comm(comm), site);
     const MPI_Datatype type = detail::mpi_type<T>();
     if (at[p] <= detail::mpi_count_limit) {
       const auto c = detail::as_counts(counts, at).first;
