@@ -24,6 +24,21 @@ TEST_CASE("einsum gradients: matmul contracting a split dim, and its transposed 
   });
 }
 
+TEST_CASE("einsum<Out, OutRules> gradients: the sums reduce_scattered over a split dim") {
+  for_each_mesh([](const mesh_t& m) {
+    const operands o(m);
+    using bh = mp::shape<batch, hidden>;
+    // io (contracted) is split over cols; hidden (3: uneven over 2 and 4 cols) takes cols
+    using scattered = mp::layout<mp::split<batch, rows>, mp::split<hidden, cols>>;
+    check("[batch, io] x [io, hidden] -> [batch, hidden/cols], d/dx", o.x, [&](const auto& t) {
+      return weighted_sum(mp::einsum<bh, scattered>(t, mp::trace(o.w)));
+    });
+    check("[batch, io] x [io, hidden] -> [batch, hidden/cols], d/dw", o.w, [&](const auto& t) {
+      return weighted_sum(mp::einsum<bh, scattered>(mp::trace(o.x), t));
+    });
+  });
+}
+
 TEST_CASE("einsum gradients: a batch dim in both operands and the output") {
   for_each_mesh([](const mesh_t& m) {
     const operands o(m);

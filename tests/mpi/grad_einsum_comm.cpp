@@ -11,6 +11,7 @@
 #include <meshpp/core/counters.hpp>
 #include <meshpp/core/create.hpp>
 #include <meshpp/ops/einsum.hpp>
+#include <meshpp/ops/relayout.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
 
 #include <array>
@@ -150,6 +151,60 @@ TEST_CASE("the paper's two layers, forward and backward by autodiff, allreduce T
     CHECK_ALL_RANKS(m.counters().values(mp::collective::allreduce) ==
                     2 * b * d_io / r + 2 * d_io * d_h / c + d_h / c);
     CHECK_ALL_RANKS(collectives_other_than_allreduce(m.counters()) == 0);
+  }
+}
+
+// einsum<Out, OutRules> of traced tensors: with io (contracted) split over cols and hidden
+// requested split over cols, forward reduce_scatters the sums over cols (no allreduce), and
+// backward allgathers the gradient over cols back to the product's natural layout before the
+// two gradient einsums, which then communicate what they do for einsum<Out>: d/dw allreduces
+// w's slice over rows, d/dx nothing.
+TEST_CASE("einsum<Out, OutRules> of traced tensors: reduce_scatter forward, allgather backward") {
+  using mesh_k =
+      mp::mesh<mp::axes<rows, cols>, mp::layout<mp::split<batch, rows>, mp::split<io, cols>>>;
+  using scattered = mp::layout<mp::split<batch, rows>, mp::split<hidden, cols>>;
+  for (const auto& shape : shapes_2d(world().size())) {
+    const mesh_k m(shape);
+    CAPTURE(m.describe());
+    const std::size_t r = static_cast<std::size_t>(shape[0]),
+                      c = static_cast<std::size_t>(shape[1]);
+    constexpr unsigned over_rows = mesh_k::mask_v<rows>, over_cols = mesh_k::mask_v<cols>;
+    const auto x0 = mp::random_normal<double, batch, io>(m, sizes, 1);
+    const auto w0 = mp::random_normal<double, io, hidden>(m, sizes, 2);
+    const auto dy0 = mp::random_normal<double, batch, hidden>(m, sizes, 3);  // [batch:rows]
+    const auto dy = mp::relayout<scattered>(dy0);  // the gradient as the result lies
+    const auto x = mp::trace(x0);
+    const auto w = mp::trace(w0);
+    const auto& counts = m.counters();
+
+    m.counters().reset();
+    const auto y = mp::einsum<bh, scattered>(x, w);
+    CHECK_ALL_RANKS(counts.at(mp::collective::reduce_scatter, over_cols).calls == 1);
+    CHECK_ALL_RANKS(counts.values(mp::collective::reduce_scatter) == b / r * d_h);
+    CHECK_ALL_RANKS(counts.total(mp::collective::allreduce).calls == 0);
+    CHECK_ALL_RANKS(y.value().local().size() == b / r * (d_h / c));
+    CHECK(meshpp_test::max_abs_difference(
+              mp::relayout<mp::layout<mp::split<batch, rows>>>(y.value()), mp::einsum<bh>(x0, w0)) <
+          1e-12);
+
+    // d/dw: the allgather of dy's slice over cols, then one allreduce of w's slice over rows
+    m.counters().reset();
+    const auto [dw] = mp::vjp(y, dy, w);
+    CHECK_ALL_RANKS(counts.at(mp::collective::allgather, over_cols).calls == 1);
+    CHECK_ALL_RANKS(counts.values(mp::collective::allgather) == b / r * (d_h / c));
+    CHECK_ALL_RANKS(counts.at(mp::collective::allreduce, over_rows).calls == 1);
+    CHECK_ALL_RANKS(counts.values(mp::collective::allreduce) == w0.local().size());  // io/cols
+    CHECK_ALL_RANKS(counts.total(mp::collective::reduce_scatter).calls == 0);
+
+    // d/dx: the same allgather; hidden, contracted, is whole in the natural layout: no sum
+    m.counters().reset();
+    const auto [dx] = mp::vjp(y, dy, x);
+    CHECK_ALL_RANKS(counts.at(mp::collective::allgather, over_cols).calls == 1);
+    CHECK_ALL_RANKS(counts.total(mp::collective::allreduce).calls == 0);
+
+    // the values: the einsums written by hand, with dy as the natural layout has it
+    CHECK(meshpp_test::max_abs_difference(dw, mp::einsum<ih>(x0, dy0)) < 1e-12);
+    CHECK(meshpp_test::max_abs_difference(dx, mp::einsum<bi>(dy0, w0)) < 1e-12);
   }
 }
 

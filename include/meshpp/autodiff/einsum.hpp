@@ -16,10 +16,13 @@
 // receives both gradients, which add up.
 #pragma once
 
+#include <type_traits>
+
 #include "meshpp/autodiff/elementwise.hpp"
 #include "meshpp/autodiff/record.hpp"
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/ops/einsum.hpp"
+#include "meshpp/ops/relayout.hpp"
 
 namespace meshpp {
 
@@ -59,6 +62,31 @@ auto einsum(const A& a, const B& b) requires detail::traced_einsum<Out, A, B> {
                 [](const auto&, const auto& g, const auto& x, const auto& y) {
                   detail::send_einsum_grad(x, g, y.value());
                   detail::send_einsum_grad(y, g, x.value());
+                },
+                a, b);
+}
+
+// einsum<Out, OutRules>(a, b) with a traced operand: the result laid out by OutRules, which
+// reduce_scatters the sums where an output dim is requested split over a mesh dim that a
+// summed dim is split over (ops/einsum.hpp). Backward first brings the gradient to the layout
+// einsum<Out>(a, b) would have given (that reduce_scatter's adjoint: an allgather over the same
+// mesh dim; a free slice where OutRules left a dim whole), then sends it on as einsum<Out>'s
+// backward does. A Megatron-style layer [b, l, d] x [d, f/all] -> ... -> [b/all, l, d] thus
+// reduce_scatters forward and allgathers backward: the allreduce's bytes, in two halves.
+template <class Out, class OutRules, class A, class B>
+requires is_layout_v<OutRules> && detail::traced_einsum<Out, A, B>
+auto einsum(const A& a, const B& b) {
+  return record([](const auto& x, const auto& y) { return einsum<Out, OutRules>(x, y); },
+                [](const auto&, const auto& g, const auto& x, const auto& y) {
+                  using X = std::remove_cvref_t<decltype(x.value())>;
+                  using Y = std::remove_cvref_t<decltype(y.value())>;
+                  using natural =
+                      typename detail::einsum_plan<Out, typename X::shape_type,
+                                                   typename Y::shape_type, typename X::layout_type,
+                                                   typename Y::layout_type>::out_layout;
+                  const auto gn = relayout<natural>(g);
+                  detail::send_einsum_grad(x, gn, y.value());
+                  detail::send_einsum_grad(y, gn, x.value());
                 },
                 a, b);
 }
