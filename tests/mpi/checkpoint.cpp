@@ -21,7 +21,9 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "temp_dir.hpp"
@@ -333,6 +335,40 @@ TEST_CASE("sharded updates: one rank's bits, the state completed by save, a roll
           [&] { mp::save(dir / "alone.h5", alone, each); },
           {"the optimizer state of variable 'w' is in shares", "save with the variables' mesh"}));
     }
+    // a visitor reading the state for saving, while it is in shares: an error on every rank
+    // (the moments outside this rank's share are stale), until complete_state()
+    struct save_walk : mp::state_visitor {
+      mode what() const override { return mode::save; }
+      void kind(std::string_view) override {}
+      void integer(std::string_view, std::int64_t&) override {}
+      void number(std::string_view, double&) override {}
+      void optional_number(std::string_view, std::optional<double>&) override {}
+      bool has_tensor(std::string_view) override { return false; }
+      void tensor(std::string_view, const mp::block_view&) override { ++tensors; }
+      int tensors = 0;
+    } walk;
+    if (world().size() > 1) {
+      CHECK(throws_everywhere(
+          [&] { opt->visit_slot(0, walk); },
+          {"the state of variable 'w' is current only in this rank's share", "complete_state()"}));
+    }
+    opt->complete_state();
+    opt->visit_slot(0, walk);
+    CHECK(walk.tensors == 2);  // m and v
+    // the same ranks in another order (MPI_SIMILAR): the state completes over the variables'
+    // own groups, and the file continues as the one saved with their mesh does
+    boost::mpi::communicator reversed =
+        boost::mpi::communicator(world()).split(0, world().size() - 1 - world().rank());
+    const mesh_t backwards({1, 1, world().size()}, reversed);
+    for (int s = 0; s < 2; ++s) net.step(*opt);
+    const matrix_t before = net.w.value();
+    mp::save(dir / "reversed.h5", backwards, c);
+    net.step(*opt);
+    const matrix_t next = net.w.value();
+    mp::load(dir / "reversed.h5", shared, c);
+    CHECK(all_ranks(meshpp_test::bit_equal(net.w.value().local(), before.local())));
+    net.step(*opt);
+    CHECK(all_ranks(meshpp_test::bit_equal(net.w.value().local(), next.local())));
   }
 }
 

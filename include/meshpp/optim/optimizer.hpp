@@ -369,7 +369,8 @@ class optimizer {
       if (!s->state_in_shares()) continue;
       int result = MPI_UNEQUAL;
       detail::checked(MPI_Comm_compare(s->mesh_world(), comm, &result), "MPI_Comm_compare");
-      if (result == MPI_IDENT || result == MPI_CONGRUENT) continue;
+      // the same ranks, in any order: the completion runs over the variables' own groups
+      if (result == MPI_IDENT || result == MPI_CONGRUENT || result == MPI_SIMILAR) continue;
       throw error(who + ": the optimizer state of variable '" + s->name() +
                   "' is in shares over the ranks of its mesh (sharded updates), which are not "
                   "the ranks of this save's mesh: save with the variables' mesh, or call the "
@@ -400,9 +401,16 @@ class optimizer {
   // variable_node(i), variable_name(i): variable i's identity and name, in the order added
   const detail::node_base* variable_node(std::size_t i) const { return slots_.at(i)->node(); }
   const std::string& variable_name(std::size_t i) const { return slots_.at(i)->name(); }
-  // visit_slot(i, v): variable i's state (moments, buffers, its count of updates)
-  // (no communication: a save completes the state first, with complete_state())
+  // visit_slot(i, v): variable i's state (moments, buffers, its count of updates). No
+  // communication: a visitor that saves needs the state whole, so while sharded updates leave
+  // it in shares this throws meshpp::error (on every rank alike) until complete_state() has
+  // run, as save() runs it first.
   void visit_slot(std::size_t i, state_visitor& v) {
+    if (v.what() == state_visitor::mode::save && slots_.at(i)->state_in_shares()) {
+      throw error("meshpp::optimizer: the state of variable '" + slots_.at(i)->name() +
+                  "' is current only in this rank's share (sharded updates): call the "
+                  "optimizer's complete_state() on every rank before reading it whole");
+    }
     slots_.at(i)->visit_state(v);
     if (v.what() == state_visitor::mode::load) slots_.at(i)->state_replaced();
   }

@@ -6,6 +6,8 @@
 //         divisible by 4"
 //   split_not_divisible("batch", 8, "rows", 4) -> ""
 //   stripe_begin(8, 4, 3), stripe_size(8, 4, 3) -> 6, 2   (the stripe [6, 8) of rank 3 of 4)
+//   shard_counts(40, 2) -> {32, 8}   (the shares of a sharded optimizer update: stripes of the
+//                                     chunks of 16 values, the first the longest)
 //
 // Splits may be uneven (stripe_begin and stripe_size below); the operations that truly need an
 // even split (a reshape that merges a split dim with the dims after it) check it with this
