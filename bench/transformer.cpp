@@ -76,17 +76,17 @@ struct parameter_count {
   }
 };
 
-template <class Mesh>
+template <class Mesh, class Residual = void>
 void bench_layout(const Mesh& mesh, const tx::options& o, bool sharded) {
   const std::size_t vocab_size = 64;  // the King James text's 63 characters, padded
   const auto sizes = tx::model_sizes(o, o.batch, vocab_size);
-  const tx::language_model<Mesh> model(mesh, sizes, o);
+  const tx::language_model<Mesh, Residual> model(mesh, sizes, o);
   mp::adam opt(mp::adam_options{.learning_rate = 1e-3});
   opt.set_sharded_updates(sharded);
   model.add_to(opt);
   parameter_count parameters;
   model.add_to(parameters);
-  using ids_t = typename tx::language_model<Mesh>::ids_t;
+  using ids_t = typename tx::language_model<Mesh, Residual>::ids_t;
   std::uint64_t draw = 0;
   auto step = [&] {
     ++draw;
@@ -131,14 +131,14 @@ int main(int argc, char** argv) {
   bool sharded = true;  // --sharded-updates off: optimizer::set_sharded_updates(false)
   examples::arguments args(
       "bench/transformer",
-      "usage: mpiexec -n P bench/transformer [--layout data|model|data+model]... [--batch N]\n"
-      "       [--seq N] [--layers N] [--d-model N] [--heads N] [--d-ff N]\n"
+      "usage: mpiexec -n P bench/transformer [--layout data|model|data+model|model+residual]...\n"
+      "       [--batch N] [--seq N] [--layers N] [--d-model N] [--heads N] [--d-ff N]\n"
       "       [--sharded-updates on|off]",
       argc, argv);
   try {
     while (args.next()) {
       if (args.is("--layout"))
-        layouts.push_back(args.choice({"data", "model", "data+model"}));
+        layouts.push_back(args.choice({"data", "model", "data+model", "model+residual"}));
       else if (args.is("--batch"))
         o.batch = args.count();
       else if (args.is("--seq"))
@@ -171,6 +171,8 @@ int main(int argc, char** argv) {
       bench_layout(mesh_model({n}), o, sharded);
     else if (layout == "data+model")
       bench_layout(mesh_data_model(mp::balanced_grid<2>(n)), o, sharded);
+    else if (layout == "model+residual")
+      bench_layout<mesh_model, residual_over_all>(mesh_model({n}), o, sharded);
     else  // args.choice let no other name through
       throw mp::error("bench/transformer: unknown layout '" + layout + "'");
   }

@@ -12,6 +12,9 @@
 //   data        mesh all:n          batch:all
 //   model       mesh all:n          vocab:all, d_ff:all, heads:all
 //   data+model  mesh rows x cols    batch:rows; vocab, d_ff, heads: cols
+//   model+residual  as model, and the blocks' residual stream [batch, length, d_model] split
+//               over batch across the same ranks (nn/transformer.hpp, Residual); --layout
+//               auto does not consider it
 //
 //   mpiexec -n 2 build/examples/transformer --layout data
 //   [--data FILE] [--layers 2] [--d-model 128] [--heads 4] [--d-ff 512] [--seq 128]
@@ -86,7 +89,8 @@ options parse(int argc, char** argv) {
   options o;
   examples::arguments args(
       "transformer",
-      "usage: transformer [--layout data|model|data+model|auto] [--data FILE] [--layers N]\n"
+      "usage: transformer [--layout data|model|data+model|model+residual|auto]\n"
+      "                   [--data FILE] [--layers N]\n"
       "                   [--d-model N] [--heads N] [--d-ff N] [--seq N] [--batch N]\n"
       "                   [--pad-vocab N] [--steps N] [--warmup N] [--learning-rate X]\n"
       "                   [--optimizer adam|sgd] [--eval-windows N] [--validation-block N]\n"
@@ -159,9 +163,11 @@ options parse(int argc, char** argv) {
     else
       args.unknown();
   }
-  if (o.layout != "data" && o.layout != "model" && o.layout != "data+model" && o.layout != "auto")
-    throw mp::error("transformer: --layout must be data, model, data+model or auto, not '" +
-                    o.layout + "'");
+  if (o.layout != "data" && o.layout != "model" && o.layout != "data+model" &&
+      o.layout != "model+residual" && o.layout != "auto")
+    throw mp::error(
+        "transformer: --layout must be data, model, data+model, model+residual or auto, not '" +
+        o.layout + "'");
   if (memory_budget_mib < 0) throw mp::error("transformer: --memory-budget must not be negative");
   if (o.optimizer != "adam" && o.optimizer != "sgd")
     throw mp::error("transformer: --optimizer must be adam or sgd, not '" + o.optimizer + "'");
@@ -191,9 +197,10 @@ using transformer_example::planned_step;
 
 // print_plan<Mesh>(shape, o, vocab): the plan of one training step on a planned mesh of this
 // shape (rank 0's view)
-template <class Mesh>
+template <class Mesh, class Residual = void>
 void print_plan(const typename Mesh::coordinates_type& shape, const options& o, std::size_t vocab) {
-  const auto p = mp::make_plan<Mesh>(shape, [&](const Mesh& m) { planned_step(m, o, vocab); });
+  const auto p =
+      mp::make_plan<Mesh>(shape, [&](const Mesh& m) { planned_step<Mesh, Residual>(m, o, vocab); });
   if (boost::mpi::communicator().rank() == 0) std::printf("%s", p.report().c_str());
 }
 
@@ -275,6 +282,8 @@ int main(int argc, char** argv) {
         print_plan<mesh_data>({plan_ranks}, o, vocab);
       else if (o.layout == "model")
         print_plan<mesh_model>({plan_ranks}, o, vocab);
+      else if (o.layout == "model+residual")
+        print_plan<mesh_model, residual_over_all>({plan_ranks}, o, vocab);
       else
         print_plan<mesh_data_model>(mp::balanced_grid<2>(plan_ranks), o, vocab);
       return 0;
@@ -283,6 +292,8 @@ int main(int argc, char** argv) {
       transformer_example::run(mesh_data({n}), text, chosen);
     } else if (chosen.layout == "model") {
       transformer_example::run(mesh_model({n}), text, chosen);
+    } else if (chosen.layout == "model+residual") {
+      transformer_example::run<mesh_model, residual_over_all>(mesh_model({n}), text, chosen);
     } else {
       transformer_example::run(mesh_data_model(grid), text, chosen);
     }

@@ -80,15 +80,16 @@ inline sizes_t model_sizes(const options& o, std::size_t batch_size, std::size_t
 }
 
 /// The decoder-only language model: token and position embeddings, `layers` Transformer
-/// blocks, a final layer norm, and an unembedding to vocab logits.
-template <class Mesh>
+/// blocks, a final layer norm, and an unembedding to vocab logits. Residual: the rules of the
+/// blocks' residual stream (nn/transformer.hpp), or void: as the mesh lays it out.
+template <class Mesh, class Residual = void>
 struct language_model {
   using ids_t = mp::tensor_of<std::int32_t, mp::shape<batch, length>, Mesh>;
   using positions_t = mp::tensor_of<float, mp::shape<length, d_model>, Mesh>;
   using logits_t = mp::tensor_of<float, mp::shape<batch, length, vocab>, Mesh>;
   using loss_t = mp::tensor_of<float, mp::shape<>, Mesh>;
   using hidden_t = mp::tensor_of<float, mp::shape<batch, length, d_model>, Mesh>;
-  using block_t = mp::nn::transformer_block<float, Mesh, dims>;
+  using block_t = mp::nn::transformer_block<float, Mesh, dims, Residual>;
 
   mp::embedding<float, vocab, mp::shape<d_model>, Mesh> tokens;
   mp::variable<positions_t> positions;
@@ -148,11 +149,11 @@ std::unique_ptr<mp::optimizer> optimizer_for(const options& o, const Model& mode
 // right sizes: a plan reads none). With steady, a first step is taken and the counters reset
 // before the step counted, so the plan is of a step after the first, as a timed run measures:
 // neither the model's variables nor the optimizer's slots are made in it.
-template <class Mesh>
+template <class Mesh, class Residual = void>
 void planned_step(const Mesh& m, const options& o, std::size_t vocab, bool steady = false) {
   const auto sizes = model_sizes(o, o.batch, vocab);
-  const language_model<Mesh> model(m, sizes, o);
-  const typename language_model<Mesh>::ids_t ids(m, sizes);
+  const language_model<Mesh, Residual> model(m, sizes, o);
+  const typename language_model<Mesh, Residual>::ids_t ids(m, sizes);
   const auto opt = optimizer_for(o, model);
   for (int step = steady ? 0 : 1; step < 2; ++step) {
     if (step == 1 && steady) m.counters().reset();
@@ -163,7 +164,7 @@ void planned_step(const Mesh& m, const options& o, std::size_t vocab, bool stead
 
 // run<Mesh>(mesh, text, o): trains, evaluates and samples; prints as examples/transformer.cpp
 // says
-template <class Mesh>
+template <class Mesh, class Residual = void>
 void run(const Mesh& mesh, const mp::text_corpus& text, const options& o);
 
 }  // namespace transformer_example
@@ -176,6 +177,9 @@ using mesh_model =
 using mesh_data_model =
     mp::mesh<mp::axes<rows, cols>, mp::layout<mp::split<batch, rows>, mp::split<vocab, cols>,
                                               mp::split<d_ff, cols>, mp::split<heads, cols>>>;
+// model+residual: the model layout's mesh, with the blocks' residual stream [batch, length,
+// d_model] split over batch across the same ranks (nn/transformer.hpp, Residual)
+using residual_over_all = mp::layout<mp::split<batch, all>>;
 
 // Compiled in transformer_<layout>.cpp (the model's objects, which the tests link too), so that
 // a program including this header compiles none of it again.
@@ -183,7 +187,10 @@ namespace transformer_example {
 extern template struct language_model<mesh_data>;
 extern template struct language_model<mesh_model>;
 extern template struct language_model<mesh_data_model>;
+extern template struct language_model<mesh_model, residual_over_all>;
 extern template void run(const mesh_data&, const mp::text_corpus&, const options&);
 extern template void run(const mesh_model&, const mp::text_corpus&, const options&);
 extern template void run(const mesh_data_model&, const mp::text_corpus&, const options&);
+extern template void run<mesh_model, residual_over_all>(const mesh_model&, const mp::text_corpus&,
+                                                        const options&);
 }  // namespace transformer_example

@@ -3,16 +3,26 @@
 // layout compiles it in a translation unit of its own (transformer_<layout>_blocks.cpp).
 #pragma once
 
+#include <type_traits>
+
 #include "transformer.hpp"
 
 namespace transformer_example {
 
-template <class Mesh>
-mp::traced<typename language_model<Mesh>::hidden_t> language_model<Mesh>::through_blocks(
-    const mp::traced<hidden_t>& in) const {
-  mp::traced<hidden_t> x = in;
-  for (const auto& b : blocks) x = b(x);
-  return x;
+template <class Mesh, class Residual>
+mp::traced<typename language_model<Mesh, Residual>::hidden_t>
+language_model<Mesh, Residual>::through_blocks(const mp::traced<hidden_t>& in) const {
+  if constexpr (std::is_void_v<Residual>) {
+    mp::traced<hidden_t> x = in;
+    for (const auto& b : blocks) x = b(x);
+    return x;
+  } else {
+    // the stream split by Residual (a free slice of the whole embedding sum), and whole again
+    // after the last block (an allgather) for the final norm and the unembedding
+    auto x = mp::relayout<Residual>(in);
+    for (const auto& b : blocks) x = b(x);
+    return mp::relayout<typename hidden_t::layout_type>(x);
+  }
 }
 
 }  // namespace transformer_example

@@ -10,14 +10,14 @@
 
 namespace transformer_example {
 
-template <class Mesh>
-mp::traced<typename language_model<Mesh>::logits_t> language_model<Mesh>::logits(
-    const ids_t& ids) const {
+template <class Mesh, class Residual>
+mp::traced<typename language_model<Mesh, Residual>::logits_t>
+language_model<Mesh, Residual>::logits(const ids_t& ids) const {
   return unembed(final_norm(through_blocks(tokens(ids) + positions)));
 }
 
-template <class Mesh>
-mp::traced<typename language_model<Mesh>::loss_t> language_model<Mesh>::loss(
+template <class Mesh, class Residual>
+mp::traced<typename language_model<Mesh, Residual>::loss_t> language_model<Mesh, Residual>::loss(
     const ids_t& ids, const ids_t& targets) const {
   return mp::reduce_mean(mp::softmax_cross_entropy<vocab>(logits(ids), targets));
 }

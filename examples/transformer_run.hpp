@@ -55,9 +55,9 @@ inline double learning_rate_at(const options& o, std::size_t step) {
   return o.learning_rate * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(3.141592653589793 * t)));
 }
 
-template <class Mesh>
+template <class Mesh, class Residual>
 struct trainer {
-  using model_t = language_model<Mesh>;
+  using model_t = language_model<Mesh, Residual>;
   using ids_t = typename model_t::ids_t;
 
   const Mesh& mesh;
@@ -256,7 +256,8 @@ struct trainer {
   void print_profile(const mp::counters& measured, std::size_t steps) const {
     auto machine = mp::machine_model::load_or_defaults(o.machine);
     const auto p = mp::make_plan<Mesh>(
-        mesh.sizes(), [&](const Mesh& m) { planned_step(m, o, text.vocab_size(), true); },
+        mesh.sizes(),
+        [&](const Mesh& m) { planned_step<Mesh, Residual>(m, o, text.vocab_size(), true); },
         mesh.rank());
     mp::time_gemms(machine, p);  // each product priced at the rate of its own shape
     if (mesh.rank() != 0) return;
@@ -270,9 +271,9 @@ struct trainer {
   }
 };
 
-template <class Mesh>
+template <class Mesh, class Residual>
 void run(const Mesh& mesh, const mp::text_corpus& text, const options& o) {
-  trainer<Mesh>(mesh, text, o).train();
+  trainer<Mesh, Residual>(mesh, text, o).train();
 }
 
 }  // namespace transformer_example

@@ -73,17 +73,23 @@ std::uint64_t other_collective_calls(const mp::counters& c) {
   return calls;
 }
 
-// one_step<Mesh>(mesh, layout, r, c): trains one step with counters read after the forward
-// and after the backward pass, and checks them against the table
-template <class Mesh>
-void one_step(const Mesh& mesh, const std::string& layout, std::uint64_t r, std::uint64_t c) {
+// the model of every case: L = 2, d = 16, h = 4, f = 32, l = 8 (b = 8, n = 16 below)
+tx::options small_model() {
   tx::options o;
   o.layers = 2;
   o.d_model = 16;
   o.heads = 4;
   o.d_ff = 32;
   o.seq = 8;
-  const std::size_t batch_size = 8, vocab_size = 16;
+  return o;
+}
+constexpr std::size_t batch_size = 8, vocab_size = 16;
+
+// one_step<Mesh>(mesh, layout, r, c): trains one step with counters read after the forward
+// and after the backward pass, and checks them against the table
+template <class Mesh>
+void one_step(const Mesh& mesh, const std::string& layout, std::uint64_t r, std::uint64_t c) {
+  const tx::options o = small_model();
   const auto sizes = tx::model_sizes(o, batch_size, vocab_size);
   const tx::language_model<Mesh> model(mesh, sizes, o);
   using ids_t = typename tx::language_model<Mesh>::ids_t;
@@ -137,6 +143,71 @@ TEST_CASE("data layout: the table's allreduces, exactly") {
 TEST_CASE("model layout: the table's allreduces, exactly") {
   const int n = world().size();
   one_step(mesh_model({n}), "model", 1, static_cast<std::uint64_t>(n));
+}
+
+// model+residual: the model layout's allreduces but the blocks' two forward sums, which go
+// into the batch-split stream instead; the stream is allgathered before each branch and after
+// the last block. Each of the two products picks, by its sizes (ops/detail/einsum_plan.hpp,
+// operand_gather_plan; restated here), the reduce_scatter of its local partial sums (b l d
+// values) or moving its operands: the attention's o [b, heads/p, l, v] by an alltoall to a
+// batch split, and wo [heads/p, v, d] gathered whole (an allgather), when that sends fewer
+// values (|o_local| + p |wo_local| < b l d). In backward the products' adjoints
+// (allgathers of the stream's gradient) and the embedding sum's slice's (an allgather) join the
+// branch inputs' allreduces, whose number and size do not change; the layer norms' scales and
+// shifts and the second dense layer's bias, summed over the batch's ranks, join one bucket.
+//   forward   allreduce b l d + 3 b l; per product, reduce_scatter b l d, or alltoall (1 call)
+//             and allgather |wo_local|; allgather (2 layers + 1) (b/p) l d
+//   backward  allreduce b l d (1 + 2 layers) + 5 d layers, allgather (2 layers + 1) (b/p) l d
+TEST_CASE("model+residual layout: reduce_scatters and allgathers in place of allreduces") {
+  const std::uint64_t p = static_cast<std::uint64_t>(world().size());
+  const mesh_model mesh({world().size()});
+  const tx::options o = small_model();
+  const auto sizes = tx::model_sizes(o, batch_size, vocab_size);
+  const tx::language_model<mesh_model, residual_over_all> model(mesh, sizes, o);
+  using ids_t = tx::language_model<mesh_model, residual_over_all>::ids_t;
+  const auto ids = mp::generate<ids_t>(mesh, sizes, [](const auto& i) {
+    return static_cast<std::int32_t>((i[0] * 7 + i[1] * 3) % vocab_size);
+  });
+  const std::uint64_t b = batch_size, l = o.seq, d = o.d_model, h = o.heads, v = d / h, f = o.d_ff,
+                      layers = o.layers;
+  const std::uint64_t stream = b * l * d, slice = b / p * l * d;
+  // the two products: moving the operands sends |a_local| + p |b_local| values (the split
+  // contracted dim at its stripe), the reduce_scatter the local partial product's b l d
+  const std::uint64_t wo_local = h / p * v * d;
+  const bool attention_moves = b * (h / p) * l * v + p * wo_local < stream;
+  const bool contract_moves = b * l * (f / p) + p * (f / p) * d < stream;
+  const std::uint64_t moved = (attention_moves ? 1 : 0) + (contract_moves ? 1 : 0);
+  const std::uint64_t gathered_weights =
+      (attention_moves ? wo_local : 0) + (contract_moves ? f / p * d : 0);
+
+  auto& c = mesh.counters();
+  c.reset();
+  const auto loss = model.loss(ids, ids);
+  INFO("forward: allreduce " << c.values(mp::collective::allreduce) << ", reduce_scatter "
+                             << c.total(mp::collective::reduce_scatter).calls << " calls "
+                             << c.values(mp::collective::reduce_scatter) << ", allgather "
+                             << c.total(mp::collective::allgather).calls << " calls "
+                             << c.values(mp::collective::allgather));
+  CHECK_ALL_RANKS(c.values(mp::collective::allreduce) == stream + 3 * b * l);
+  CHECK_ALL_RANKS(c.total(mp::collective::reduce_scatter).calls == (2 - moved) * layers);
+  CHECK_ALL_RANKS(c.values(mp::collective::reduce_scatter) == (2 - moved) * layers * stream);
+  CHECK_ALL_RANKS(c.total(mp::collective::alltoall).calls == moved * layers);
+  CHECK_ALL_RANKS(c.total(mp::collective::allgather).calls == (2 * layers + 1) + moved * layers);
+  CHECK_ALL_RANKS(c.values(mp::collective::allgather) ==
+                  (2 * layers + 1) * slice + gathered_weights * layers);
+  c.reset();
+  mp::backward(loss);
+  INFO("backward: allreduce " << c.total(mp::collective::allreduce).calls << " calls "
+                              << c.values(mp::collective::allreduce) << ", allgather "
+                              << c.total(mp::collective::allgather).calls << " calls "
+                              << c.values(mp::collective::allgather));
+  CHECK_ALL_RANKS(c.values(mp::collective::allreduce) ==
+                  stream * (1 + 2 * layers) + 5 * d * layers);
+  CHECK_ALL_RANKS(c.total(mp::collective::allreduce).calls == 1 + 2 * layers + 1);
+  CHECK_ALL_RANKS(c.total(mp::collective::allgather).calls == 2 * layers + 1);
+  CHECK_ALL_RANKS(c.values(mp::collective::allgather) == (2 * layers + 1) * slice);
+  CHECK_ALL_RANKS(c.total(mp::collective::reduce_scatter).calls == 0);
+  CHECK_ALL_RANKS(c.total(mp::collective::alltoall).calls == 0);
 }
 
 TEST_CASE("data+model layout: the table's allreduces, exactly") {

@@ -4,7 +4,8 @@
 // parameters and tokens: the logits within 1e-4 * max(1, |logit|) and the loss within 1e-4
 // relative (float against double), under the paper's three layouts fitted to the ranks (data:
 // batch over all; model: vocab, d_ff and heads over all; data+model: batch over rows, the rest
-// over cols, the mesh both ways round where it is not square).
+// over cols, the mesh both ways round where it is not square), and model+residual (the model
+// layout, the blocks' residual stream split over batch).
 // Every variable is first moved away from its initial value by a uniform draw from its global
 // index (so the layer norms' scales and biases are not 1 and 0, where a dropped or misplaced
 // one would not show), then gathered into the reference's parameters, in the order both name
@@ -67,8 +68,8 @@ std::int32_t target_at(std::size_t b, std::size_t l) {
 
 // for_each_variable(model, f): f(handle) for every variable of the model, in the order
 // rt::for_each_array visits the reference's parameters
-template <class Mesh, class F>
-void for_each_variable(const tx::language_model<Mesh>& model, F&& f) {
+template <class Mesh, class Residual, class F>
+void for_each_variable(const tx::language_model<Mesh, Residual>& model, F&& f) {
   const auto each = [&](const auto& variables) {
     std::apply([&](auto... v) { (f(v), ...); }, variables);
   };
@@ -81,12 +82,12 @@ void for_each_variable(const tx::language_model<Mesh>& model, F&& f) {
 
 // check_forward(mesh): perturbs the model's variables, copies them into the reference, and
 // compares the logits and the loss
-template <class Mesh>
+template <class Mesh, class Residual = void>
 void check_forward(const Mesh& mesh) {
   CAPTURE(mesh.describe());
   const tx::options o = tiny_options();
   const auto sizes = tx::model_sizes(o, batch_size, vocab_size);
-  const tx::language_model<Mesh> model(mesh, sizes, o);
+  const tx::language_model<Mesh, Residual> model(mesh, sizes, o);
 
   // move every variable by U(-0.5, 0.5) from its global index (a seed per variable), and keep
   // the values it then holds, gathered whole
@@ -117,7 +118,7 @@ void check_forward(const Mesh& mesh) {
       targets.push_back(target_at(b, l));
     }
   }
-  using ids_t = typename tx::language_model<Mesh>::ids_t;
+  using ids_t = typename tx::language_model<Mesh, Residual>::ids_t;
   const auto model_ids =
       mp::generate<ids_t>(mesh, sizes, [](const auto& i) { return id_at(i[0], i[1]); });
   const auto model_targets =
@@ -143,6 +144,10 @@ TEST_CASE("transformer forward equals the reference: data layout") {
 
 TEST_CASE("transformer forward equals the reference: model layout") {
   check_forward(mesh_model({world().size()}));
+}
+
+TEST_CASE("transformer forward equals the reference: model+residual layout") {
+  check_forward<mesh_model, residual_over_all>(mesh_model({world().size()}));
 }
 
 TEST_CASE("transformer forward equals the reference: data+model layout") {

@@ -110,6 +110,14 @@ class multihead_attention {
   // Dropout (when its rate is not 0 and inference is false) draws a new mask each call.
   template <class In>
   auto operator()(const In& x) const {
+    return apply<void>(x);
+  }
+
+  // apply<OutRules>(x): the same, the result laid out by OutRules (void: as the mesh lays it
+  // out); the output projection contracts Heads, so OutRules splitting a dim of x over Heads'
+  // mesh dim reduce_scatters its sums instead of allreducing them (einsum<Out, OutRules>)
+  template <class OutRules, class In>
+  auto apply(const In& x) const {
     using XS = typename std::remove_cvref_t<In>::shape_type;
     static_assert(contains_v<XS, Length> && contains_v<XS, Model>,
                   "meshpp::nn::multihead_attention(x): x must have the Length and Model dims");
@@ -138,7 +146,10 @@ class multihead_attention {
       p = dropout(p, options_.dropout, seed_, step_++);
     }
     const auto o = einsum<o_shape>(p, v);
-    return einsum<XS>(o, wo_);
+    if constexpr (std::is_void_v<OutRules>)
+      return einsum<XS>(o, wo_);
+    else
+      return einsum<XS, OutRules>(o, wo_);
   }
 
   // causal_mask(s): memory <= length, a bool tensor [Memory, Length] of the scores' sizes: the

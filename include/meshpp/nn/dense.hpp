@@ -77,6 +77,14 @@ class dense {
   // layer(x): x[Batch..., In...] (traced or plain) -> traced [Batch..., Out...]
   template <class X>
   auto operator()(const X& x) const {
+    return apply<void>(x);
+  }
+
+  // apply<OutRules>(x): the same, the product laid out by OutRules (void: as the mesh lays it
+  // out; einsum<Out, OutRules>: a reduce_scatter where an output dim takes the mesh dim of a
+  // split In dim), the bias and activation applied to that layout
+  template <class OutRules, class X>
+  auto apply(const X& x) const {
     using XS = typename std::remove_cvref_t<X>::shape_type;
     static_assert(contains_all_v<XS, In>,
                   "meshpp::dense<T, In, Out, Mesh>(x): x lacks a dim of In");
@@ -84,7 +92,12 @@ class dense {
                   "meshpp::dense<T, In, Out, Mesh>(x): x already has a dim of Out");
     using result_shape = shape_concat_t<shape_difference_t<XS, In>, Out>;
     if constexpr (contains_all_v<XS, In> && shape_intersection_t<XS, Out>::rank == 0) {
-      auto z = einsum<result_shape>(x, w_);
+      auto z = [&] {
+        if constexpr (std::is_void_v<OutRules>)
+          return einsum<result_shape>(x, w_);
+        else
+          return einsum<result_shape, OutRules>(x, w_);
+      }();
       if constexpr (UseBias)
         return bias_activation<Activation>(z, b_);
       else

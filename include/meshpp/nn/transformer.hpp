@@ -14,6 +14,20 @@
 // d_ff: with d_ff split over cols (the paper's model-parallel layout), one allreduce over cols
 // of the [batch, length, d_model] slice forward, and one for dx of the first layer backward; the
 // layer norms and residual sums communicate nothing while d_model is whole.
+//
+// A split residual stream (Residual, e.g. layout<split<batch, all>> under heads:all and
+// d_ff:all): the block's input and output, the layer norms, the residual sums and dropout
+// are laid out by Residual, so each rank normalises and adds only its stripe of the stream
+// rather than all of it on every rank; the stream is allgathered (relayout) before each
+// branch, whose last product (the attention's output projection, contracting heads; the
+// second dense layer, contracting d_ff) reduce_scatters its sums into Residual's layout
+// instead of allreducing them (einsum<Out, OutRules>). The same bytes forward as the
+// allreduce, the stream's element-wise work divided among the ranks (Megatron-LM's sequence
+// parallelism, Korthikanti et al. 2022, here over any dim of the stream). Backward: the
+// gathers' adjoints sum the branch inputs' partial gradients (one allreduce each, as without
+// Residual, then a local slice), the reduce_scatters' allgather the stream's gradient, and the
+// layer norms' and the second dense layer's bias gradients (vectors of d_model) are summed
+// over Residual's mesh dims.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +36,8 @@
 #include <type_traits>
 
 #include "meshpp/autodiff/elementwise.hpp"
+#include "meshpp/autodiff/movement.hpp"
+#include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/nn/attention.hpp"
 #include "meshpp/nn/dense.hpp"
@@ -55,10 +71,15 @@ struct block_options {
 /// @tparam T    element type (float, double)
 /// @tparam Mesh the mesh; every variable is laid out by its rules
 /// @tparam Dims transformer_dims<...>
-template <class T, class Mesh, class Dims>
+/// @tparam Residual the rules of the residual stream (see the top of this header), or void:
+///   laid out as the mesh lays it out
+template <class T, class Mesh, class Dims, class Residual = void>
 class transformer_block {
   using Model = typename Dims::model;
   using Hidden = typename Dims::hidden;
+  static_assert(std::is_void_v<Residual> || is_layout_v<Residual>,
+                "meshpp::nn::transformer_block<T, Mesh, Dims, Residual>: Residual must be a "
+                "layout<...> of rules, or void");
 
  public:
   using value_type = T;
@@ -80,12 +101,26 @@ class transformer_block {
   }
 
   // block(x): x [..., Length, Model] (traced or plain) -> traced, x's dims in x's order
+  // With Residual, x is laid out by it (relayout<Residual>(x) first, a free slice where x is
+  // whole) and so is the result.
   template <class In>
   auto operator()(const In& x) const {
-    auto a = attention_(norm1_(x));
-    auto h = x + branch(a);
-    auto f = contract_(expand_(norm2_(h)));
-    return h + branch(f);
+    if constexpr (std::is_void_v<Residual>) {
+      auto a = attention_(norm1_(x));
+      auto h = x + branch(a);
+      auto f = contract_(expand_(norm2_(h)));
+      return h + branch(f);
+    } else {
+      using XS = typename std::remove_cvref_t<In>::shape_type;
+      static_assert(
+          std::is_same_v<typename std::remove_cvref_t<In>::layout_type, layout_for_t<Residual, XS>>,
+          "meshpp::nn::transformer_block<..., Residual>(x): x must be laid out by "
+          "Residual (relayout<Residual>(x) first)");
+      auto a = attention_.template apply<Residual>(whole(norm1_(x)));
+      auto h = x + branch(a);
+      auto f = contract_.template apply<Residual>(expand_(whole(norm2_(h))));
+      return h + branch(f);
+    }
   }
 
   // the layers, for inspection and for optimizers that treat them apart
@@ -111,6 +146,13 @@ class transformer_block {
   }
 
  private:
+  // whole(y): y relayouted to the mesh's own layout of its dims (an allgather over Residual's
+  // mesh dims)
+  template <class Y>
+  static auto whole(const Y& y) {
+    return relayout<typename Mesh::template layout_for<typename Y::shape_type>>(y);
+  }
+
   template <class B>
   B branch(const B& b) const {
     if (residual_dropout_ == 0.0 || inference_) return b;

@@ -1,0 +1,6 @@
+// The model layout with a split residual stream (model+residual): its training loop,
+// evaluation and sampling.
+#include "transformer_run.hpp"
+
+template void transformer_example::run<mesh_model, residual_over_all>(
+    const mesh_model&, const mp::text_corpus&, const transformer_example::options&);
