@@ -1,7 +1,7 @@
 // transformer: one training step (forward, backward, Adam) of examples/transformer's language
-// model under one of the paper's three layouts, against cblas_sgemm doing the same number of
-// floating-point operations on every rank, in the same run: the ratio of the two is the
-// fraction of the machine's BLAS rate the whole step reaches ("model FLOPs utilisation").
+// model under one of the paper's three layouts (or model+residual), against cblas_sgemm doing the
+// same number of floating-point operations on every rank, in the same run: the ratio of the two is
+// the fraction of the machine's BLAS rate the whole step reaches ("model FLOPs utilisation").
 //
 //   model FLOPs per step = 3 x forward (the backward pass does two of each forward product):
 //   forward = 2 tokens (parameters in products) + 4 tokens length d_model per block (the

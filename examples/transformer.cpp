@@ -1,6 +1,6 @@
 // transformer: the Mesh-TensorFlow paper's Transformer (section 9) as a decoder-only,
 // character-level language model, trained on the King James Bible under any of the paper's
-// three layouts.
+// three layouts, or the model layout with a split residual stream (model+residual).
 //
 //   x = tokens[ids] + positions                      embedding [vocab, d_model], [length, d_model]
 //   x = transformer_block(x), --layers times         attention + ReLU feed-forward, pre-norm

@@ -1,7 +1,8 @@
 // transformer.hpp: the language model, its data and its training loop for
-// examples/transformer.cpp (which says what it does). run<Mesh> is compiled once per layout,
-// each in its own translation unit (transformer_data.cpp, transformer_model.cpp,
-// transformer_data_model.cpp), so that no translation unit holds two layouts.
+// examples/transformer.cpp (which says what it does). run<Mesh, Residual> is compiled once per
+// layout, each in its own translation unit (transformer_data.cpp, transformer_model.cpp,
+// transformer_data_model.cpp, transformer_model_residual.cpp, and their _blocks and _run
+// parts), so that no translation unit holds two layouts.
 #pragma once
 
 #include <meshpp/io/text.hpp>

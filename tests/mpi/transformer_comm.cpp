@@ -1,7 +1,8 @@
 // The Transformer's communication table (README "The Transformer's communication"): one
 // training step of examples/transformer's language model (forward, then backward) under the
 // paper's three layouts allreduces exactly the values the table gives per processor, and uses
-// no other collective. The model's objects are the example's own (transformer_layouts).
+// no other collective; under model+residual each kind of collective moves what the table's
+// row gives. The model's objects are the example's own (transformer_layouts).
 //
 // Allreduce calls in backward: data 1 (one bucket of every gradient), model 1 + 2 layers (one
 // per tensor receiving partial sums), data+model both.

@@ -150,6 +150,41 @@ TEST_CASE("transformer forward equals the reference: model+residual layout") {
   check_forward<mesh_model, residual_over_all>(mesh_model({world().size()}));
 }
 
+// One Transformer block with the residual stream split over batch (nn/transformer.hpp,
+// Residual) against the same block laid out by the mesh alone, both with residual and
+// attention dropout: the same seeds give the same weights and masks (keyed by the global
+// index), so the outputs and the gradients (the input's, and the layer norm's and the second
+// dense layer's bias's, which the split stream sums over the batch's ranks) agree to float
+// rounding (the sums run in another order).
+TEST_CASE("a block with a split residual stream equals the block without, dropout included") {
+  const mesh_model mesh({world().size()});
+  CAPTURE(mesh.describe());
+  const tx::options o = tiny_options();
+  const auto sizes = tx::model_sizes(o, batch_size, vocab_size);
+  mp::nn::block_options options;
+  options.residual_dropout = 0.25;
+  options.attention.dropout = 0.125;
+  const mp::nn::transformer_block<float, mesh_model, tx::dims> whole(mesh, sizes, 11, options);
+  const mp::nn::transformer_block<float, mesh_model, tx::dims, residual_over_all> split(
+      mesh, sizes, 11, options);
+  const auto x = mp::random_normal<float, batch, length, d_model>(mesh, sizes, 3);
+  const auto w = mp::random_normal<float, batch, length, d_model>(mesh, sizes, 4);
+  const auto x_whole = mp::trace(x);
+  const auto x_split = mp::trace(mp::relayout<residual_over_all>(x));
+  const auto y_whole = whole(x_whole);
+  const auto y_split = split(x_split);
+  CHECK_ALL_RANKS(
+      meshpp_test::matches(mp::gather(y_split.value()), mp::gather(y_whole.value()), 1e-5));
+  const auto [dx_whole, dgamma_whole, dbias_whole] = mp::gradients(
+      mp::reduce_sum(y_whole * w), x_whole, whole.norm2().gamma(), whole.contract().bias());
+  const auto [dx_split, dgamma_split, dbias_split] =
+      mp::gradients(mp::reduce_sum(y_split * mp::relayout<residual_over_all>(w)), x_split,
+                    split.norm2().gamma(), split.contract().bias());
+  CHECK_ALL_RANKS(meshpp_test::matches(mp::gather(dx_split), mp::gather(dx_whole), 1e-4));
+  CHECK_ALL_RANKS(meshpp_test::matches(mp::gather(dgamma_split), mp::gather(dgamma_whole), 1e-4));
+  CHECK_ALL_RANKS(meshpp_test::matches(mp::gather(dbias_split), mp::gather(dbias_whole), 1e-4));
+}
+
 TEST_CASE("transformer forward equals the reference: data+model layout") {
   const auto shape = meshpp_test::grid2(world().size());
   check_forward(mesh_data_model(shape));

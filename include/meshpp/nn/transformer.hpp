@@ -21,13 +21,14 @@
 // rather than all of it on every rank; the stream is allgathered (relayout) before each
 // branch, whose last product (the attention's output projection, contracting heads; the
 // second dense layer, contracting d_ff) reduce_scatters its sums into Residual's layout
-// instead of allreducing them (einsum<Out, OutRules>). The same bytes forward as the
-// allreduce, the stream's element-wise work divided among the ranks (Megatron-LM's sequence
-// parallelism, Korthikanti et al. 2022, here over any dim of the stream). Backward: the
-// gathers' adjoints sum the branch inputs' partial gradients (one allreduce each, as without
-// Residual, then a local slice), the reduce_scatters' allgather the stream's gradient, and the
-// layer norms' and the second dense layer's bias gradients (vectors of d_model) are summed
-// over Residual's mesh dims.
+// instead of allreducing them (einsum<Out, OutRules>), the stream's element-wise work divided
+// among the ranks (the idea of Megatron-LM's sequence parallelism, Korthikanti et al. 2022,
+// here over any dim of the stream). Forward, a reduce_scatter and an allgather move an
+// allreduce's bytes. Backward differs from Megatron's: the gathers' adjoints sum the branch
+// inputs' partial gradients with an allreduce each, as without Residual, then slice (deferred
+// partial sums are summed before they reach a split layout), and the reduce_scatters' adjoints
+// allgather the stream's gradient on top; the layer norms' and the second dense layer's bias
+// gradients (vectors of d_model) are summed over Residual's mesh dims.
 #pragma once
 
 #include <cstdint>
