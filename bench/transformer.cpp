@@ -13,7 +13,8 @@
 // remainder), the model FLOPs divided among the ranks, every rank at once.
 //   mpiexec -n 2 build/bench/transformer --layout data [--batch 32] [--seq 128] ...
 //                                        [--sharded-updates on|off]
-// (off: optimizer::set_sharded_updates(false), to measure what sharding Adam's update gains)
+// (off: optimizer::set_sharded_updates(false), to measure what sharding Adam's update gains);
+// without --layout, the four in turn (bench/run)
 // Prints the usual bench line plus tokens/s, the model FLOPs, their fraction of the sgemm rate
 // (baseline_s / meshpp_s) and the model's parameters (bench/transformer_torch.py: PyTorch's).
 #include <cblas.h>
@@ -160,7 +161,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rank %d: %s\n", boost::mpi::communicator().rank(), e.what());
     return 1;
   }
-  if (layouts.empty()) layouts = {"data", "model", "data+model"};
+  if (layouts.empty()) layouts = {"data", "model", "data+model", "model+residual"};
   const boost::mpi::communicator world;
   const int n = world.size();
   for (const auto& layout : layouts) {

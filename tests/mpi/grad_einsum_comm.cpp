@@ -7,6 +7,7 @@
 #include <meshpp/autodiff/einsum.hpp>
 #include <meshpp/autodiff/elementwise.hpp>
 #include <meshpp/autodiff/gradients.hpp>
+#include <meshpp/autodiff/movement.hpp>
 #include <meshpp/autodiff/reduce.hpp>
 #include <meshpp/core/counters.hpp>
 #include <meshpp/core/create.hpp>
@@ -295,4 +296,76 @@ TEST_CASE("a variable that goes away while its bucket is in flight leaves the ot
     mp::backward(t.loss() + mp::reduce_sum(mp::einsum<bh>(t.x0, extra) * t.dy));
   }  // extra, and the graph, are gone; the bucket holding its gradient is not read yet
   t.check(1);
+}
+
+// Partial sums reaching a split tensor (autodiff/traced.hpp, scatter_partial): x [batch/rows,
+// io] is gathered whole (relayout) and multiplied by w [io, hidden/rows]; d/dx contracts
+// hidden, split over rows, so x's gradient arrives as partial sums over rows, which one
+// reduce_scatter over rows completes into x's stripes (the adjoint of the forward's allgather:
+// Megatron's sequence-parallel backward), b d_io values in, no allreduce. The batch of 5 is
+// split unevenly at 2 and 4 ranks. Where the gradient arrives split over another mesh dim
+// (batch:cols, x batch:rows), the stripes do not line up: it is allreduced over rows, then
+// moved to x's layout.
+TEST_CASE("partial sums into a split tensor: one reduce_scatter, the adjoint of its allgather") {
+  using mesh_m = mp::mesh<mp::axes<rows>, mp::layout<mp::split<hidden, rows>>>;
+  using split_batch = mp::layout<mp::split<batch, rows>>;
+  constexpr std::size_t b5 = 5;
+  const auto sizes5 = mp::extents{batch{} = b5, io{} = d_io, hidden{} = d_h};
+  const mesh_m m({world().size()});
+  CAPTURE(m.describe());
+  const std::size_t p = static_cast<std::size_t>(world().size());
+  if (d_h % p != 0) return;  // hidden 4 split evenly (1, 2, 4 ranks)
+  const auto x0 = mp::relayout<split_batch>(mp::random_normal<double, batch, io>(m, sizes5, 1));
+  const auto w0 = mp::random_normal<double, io, hidden>(m, sizes5, 2);  // [io, hidden/rows]
+  const auto dy = mp::random_normal<double, batch, hidden>(m, sizes5, 3);
+  const auto x = mp::trace(x0);
+  const auto w = mp::trace(w0);
+  const auto& counts = m.counters();
+
+  m.counters().reset();
+  const auto y = mp::einsum<bh>(mp::relayout<mp::layout<>>(x), w);  // x allgathered
+  CHECK_ALL_RANKS(counts.total(mp::collective::allgather).calls == 1);
+  m.counters().reset();
+  const auto [dx] = mp::vjp(y, dy, x);
+  CHECK_ALL_RANKS(counts.total(mp::collective::reduce_scatter).calls == 1);
+  CHECK_ALL_RANKS(counts.values(mp::collective::reduce_scatter) == b5 * d_io);
+  CHECK_ALL_RANKS(counts.total(mp::collective::allreduce).calls == 0);
+  CHECK_ALL_RANKS(collectives_other_than_allreduce(counts) ==
+                  counts.total(mp::collective::reduce_scatter).calls);
+  CHECK_ALL_RANKS(dx.local().size() == x0.local().size());
+  CHECK(meshpp_test::max_abs_difference(dx, mp::einsum<bi>(dy, w0)) < 1e-12);
+
+  // the reduce_scatter's sums are the gradient, also when later contributions join them: a
+  // second path from x to the loss, whole on every rank of its stripe
+  const auto z =
+      mp::reduce_sum(mp::einsum<bh>(mp::relayout<mp::layout<>>(x), w) * dy) + mp::reduce_sum(x * x);
+  m.counters().reset();  // the forward's sums for the scalar z are not the gradient's
+  const auto [dx2] = mp::gradients(z, x);
+  CHECK_ALL_RANKS(counts.total(mp::collective::reduce_scatter).calls == 1);
+  CHECK_ALL_RANKS(counts.total(mp::collective::allreduce).calls == 0);
+  CHECK(meshpp_test::max_abs_difference(dx2, mp::einsum<bi>(dy, w0) + 2.0 * x0) < 1e-12);
+}
+
+TEST_CASE("partial sums into a tensor split over another mesh dim: allreduced, then moved") {
+  using mesh_rc = mp::mesh<mp::axes<rows, cols>, mp::layout<mp::split<hidden, rows>>>;
+  const auto sizes4 = sizes;
+  for (const auto& shape : shapes_2d(world().size())) {
+    const mesh_rc m(shape);
+    CAPTURE(m.describe());
+    const auto x0 = mp::relayout<mp::layout<mp::split<batch, rows>>>(
+        mp::random_normal<double, batch, io>(m, sizes4, 1));
+    const auto w0 = mp::random_normal<double, io, hidden>(m, sizes4, 2);  // [io, hidden/rows]
+    const auto dy = mp::random_normal<double, batch, hidden>(m, sizes4, 3);
+    const auto dy_y = mp::relayout<mp::layout<mp::split<batch, cols>, mp::split<hidden, rows>>>(dy);
+    const auto x = mp::trace(x0);
+    const auto w = mp::trace(w0);
+    // x moved to batch:cols: the gradient comes back partial over rows, split over cols
+    const auto y = mp::einsum<bh>(mp::relayout<mp::layout<mp::split<batch, cols>>>(x), w);
+    m.counters().reset();
+    const auto [dx] = mp::vjp(y, dy_y, x);
+    const auto& counts = m.counters();
+    CHECK_ALL_RANKS(counts.at(mp::collective::allreduce, mesh_rc::mask_v<rows>).calls == 1);
+    CHECK_ALL_RANKS(counts.total(mp::collective::reduce_scatter).calls == 0);
+    CHECK(meshpp_test::max_abs_difference(dx, mp::einsum<bi>(dy, w0)) < 1e-12);
+  }
 }

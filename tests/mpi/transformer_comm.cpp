@@ -152,13 +152,16 @@ TEST_CASE("model layout: the table's allreduces, exactly") {
 // operand_gather_plan; restated here), the reduce_scatter of its local partial sums (b l d
 // values) or moving its operands: the attention's o [b, heads/p, l, v] by an alltoall to a
 // batch split, and wo [heads/p, v, d] gathered whole (an allgather), when that sends fewer
-// values (|o_local| + p |wo_local| < b l d). In backward the products' adjoints
-// (allgathers of the stream's gradient) and the embedding sum's slice's (an allgather) join the
-// branch inputs' allreduces, whose number and size do not change; the layer norms' scales and
-// shifts and the second dense layer's bias, summed over the batch's ranks, join one bucket.
+// values (|o_local| + p |wo_local| < b l d). In backward each branch input's gradient,
+// partial sums over the ranks, is reduce-scattered into the split stream (the adjoint of the
+// gather before the branch); the products' adjoints (allgathers of the stream's gradient) and
+// the embedding sum's slice's (an allgather) join them; the unembedding's input gradient is
+// allreduced as under model; the layer norms' scales and shifts and the second dense layer's
+// bias, summed over the batch's ranks, join one bucket.
 //   forward   allreduce b l d + 3 b l; per product, reduce_scatter b l d, or alltoall (1 call)
 //             and allgather |wo_local|; allgather (2 layers + 1) (b/p) l d
-//   backward  allreduce b l d (1 + 2 layers) + 5 d layers, allgather (2 layers + 1) (b/p) l d
+//   backward  allreduce b l d + 5 d layers (2 calls), reduce_scatter 2 layers b l d,
+//             allgather (2 layers + 1) (b/p) l d
 TEST_CASE("model+residual layout: reduce_scatters and allgathers in place of allreduces") {
   const std::uint64_t p = static_cast<std::uint64_t>(world().size());
   const mesh_model mesh({world().size()});
@@ -199,15 +202,17 @@ TEST_CASE("model+residual layout: reduce_scatters and allgathers in place of all
   c.reset();
   mp::backward(loss);
   INFO("backward: allreduce " << c.total(mp::collective::allreduce).calls << " calls "
-                              << c.values(mp::collective::allreduce) << ", allgather "
+                              << c.values(mp::collective::allreduce) << ", reduce_scatter "
+                              << c.total(mp::collective::reduce_scatter).calls << " calls "
+                              << c.values(mp::collective::reduce_scatter) << ", allgather "
                               << c.total(mp::collective::allgather).calls << " calls "
                               << c.values(mp::collective::allgather));
-  CHECK_ALL_RANKS(c.values(mp::collective::allreduce) ==
-                  stream * (1 + 2 * layers) + 5 * d * layers);
-  CHECK_ALL_RANKS(c.total(mp::collective::allreduce).calls == 1 + 2 * layers + 1);
+  CHECK_ALL_RANKS(c.values(mp::collective::allreduce) == stream + 5 * d * layers);
+  CHECK_ALL_RANKS(c.total(mp::collective::allreduce).calls == 2);
+  CHECK_ALL_RANKS(c.total(mp::collective::reduce_scatter).calls == 2 * layers);
+  CHECK_ALL_RANKS(c.values(mp::collective::reduce_scatter) == 2 * layers * stream);
   CHECK_ALL_RANKS(c.total(mp::collective::allgather).calls == 2 * layers + 1);
   CHECK_ALL_RANKS(c.values(mp::collective::allgather) == (2 * layers + 1) * slice);
-  CHECK_ALL_RANKS(c.total(mp::collective::reduce_scatter).calls == 0);
   CHECK_ALL_RANKS(c.total(mp::collective::alltoall).calls == 0);
 }
 

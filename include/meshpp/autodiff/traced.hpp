@@ -32,7 +32,9 @@
 // is whole on every rank joins partial sums on the group's first member alone (mesh::leads).
 // Partial sums may move to the node's layout over other mesh dims (each rank keeps its place
 // in the sum's group); they are summed at once only where the node's layout splits a dim over
-// a mesh dim of the sum, and a node holding partial sums over one group that receives them
+// a mesh dim of the sum, by one reduce_scatter that leaves each rank its stripe (the adjoint
+// of the allgather that made a whole tensor of a split one: a branch's input gathered from a
+// split residual stream), and a node holding partial sums over one group that receives them
 // over another completes the first. Rename, reshape and relayout pass them through; every
 // other backward step receives its gradient complete.
 #pragma once
@@ -55,6 +57,7 @@
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/expression.hpp"
 #include "meshpp/expr/functions.hpp"
+#include "meshpp/ops/detail/reduce_scatter.hpp"
 #include "meshpp/ops/reduce.hpp"
 #include "meshpp/ops/relayout.hpp"
 
@@ -201,10 +204,11 @@ struct node final : node_base {
 
   // accumulate_partial(p, mask): adds p, whose values are partial sums over the mesh dims in
   // mask (the sum over the group's members is the contribution), leaving the sum pending
-  // unless Tensor or p is split over one of those mesh dims (a slice of partial sums along a
-  // dim their group splits would add different stripes). Reaching Tensor's layout otherwise
-  // moves data over other mesh dims only, among ranks of the same place in the group: their
-  // values stay partial sums over it.
+  // unless Tensor is split over one of those mesh dims (a slice of partial sums along a dim
+  // their group splits would add different stripes): then it is reduce-scattered into
+  // Tensor's layout (scatter_partial). p itself must not be split over them. Reaching
+  // Tensor's layout otherwise moves data over other mesh dims only, among ranks of the same
+  // place in the group: their values stay partial sums over it.
   template <class P>
   void accumulate_partial(P&& p, unsigned mask) {
     using PT = std::remove_cvref_t<P>;
@@ -216,11 +220,8 @@ struct node final : node_base {
           "over reached a gradient");
     }
     if ((mask & Tensor::split_mask()) != 0) {
-      PT whole(std::forward<P>(p));  // a copy only when p is const
-      const auto scope = whole.mesh().counters().operation(
-          [] { return "partial sums " + to_string(typename PT::shape_type{}); });
-      allreduce_sum(whole.mesh(), mask, std::span(whole.local().data(), whole.local().size()));
-      accumulate(std::move(whole));
+      scatter_partial(std::forward<P>(p), mask,
+                      static_cast<typename Tensor::layout_type*>(nullptr));
       return;
     }
     if (mask == 0) {
@@ -245,6 +246,45 @@ struct node final : node_base {
   }
 
  private:
+  // scatter_partial(p, mask, rules): partial sums over mask reaching a Tensor split over some
+  // of mask's mesh dims. For each rule split<d, m> of Tensor with m in mask and d whole in p,
+  // one reduce_scatter over m completes the sums and leaves each member its stripe of d:
+  //   [d, ...] partial over m |-> [d/m, ...]     (the adjoint of an allgather)
+  // What of mask Tensor still splits after those (d split in p over another mesh dim) is
+  // allreduced; the rest of mask stays pending.
+  template <class P>
+  void scatter_partial(P&& p, unsigned mask, layout<>*) {
+    using PT = std::remove_cvref_t<P>;
+    const unsigned split = mask & Tensor::split_mask();
+    if (split == 0) {
+      accumulate_partial(std::forward<P>(p), mask);
+      return;
+    }
+    PT whole(std::forward<P>(p));  // a copy only when p is const
+    {
+      const auto scope = whole.mesh().counters().operation(
+          [] { return "partial sums " + to_string(typename PT::shape_type{}); });
+      allreduce_sum(whole.mesh(), split, std::span(whole.local().data(), whole.local().size()));
+    }
+    accumulate_partial(std::move(whole), mask & ~split);
+  }
+  template <class P, class R, class... Rest>
+  void scatter_partial(P&& p, unsigned mask, layout<R, Rest...>*) {
+    using PT = std::remove_cvref_t<P>;
+    using d = typename R::tensor_dim;
+    constexpr unsigned bit = PT::mesh_type::template mask_v<typename R::mesh_dim>;
+    if constexpr (!is_split_in_v<typename PT::layout_type, d> && (PT::split_mask() & bit) == 0) {
+      if ((mask & bit) != 0) {
+        const auto scope = p.mesh().counters().operation(
+            [] { return "partial sums " + to_string(typename PT::shape_type{}); });
+        auto y = reduce_scatter_along<R>(p);
+        scatter_partial(std::move(y), mask & ~bit, static_cast<layout<Rest...>*>(nullptr));
+        return;
+      }
+    }
+    scatter_partial(std::forward<P>(p), mask, static_cast<layout<Rest...>*>(nullptr));
+  }
+
   // finish_in_flight(): waits for the bucket completing grad (a second backward() before the
   // optimizer's step adds to a gradient still being summed)
   void finish_in_flight() {
@@ -414,8 +454,9 @@ concept traced_or_tensor = is_traced_v<X> || is_tensor_v<X>;
 
 // pass_pending(y, input, step): lets y's gradient, when it holds partial sums, reach input as
 // step(g), still partial, instead of being summed across ranks first. For a step that is
-// linear and local to the mesh dims of the sum: y's and input's layouts split nothing over
-// them (then step moves data over other mesh dims only, if at all).
+// linear and local to the mesh dims of the sum: y's layout and the step's result split nothing
+// over them (then step moves data over other mesh dims only, if at all). Where the input's
+// layout splits over them, accumulate_partial reduce-scatters the sums into it.
 template <class Y, class A, class Step>
 void pass_pending(const traced<Y>& y, const std::shared_ptr<node<A>>& input, Step step) {
   if (!y.node()->requires_grad) return;
@@ -423,7 +464,7 @@ void pass_pending(const traced<Y>& y, const std::shared_ptr<node<A>>& input, Ste
   // nor the input does: a partial sum must not be sliced along a mesh dim it is partial over
   using R = std::remove_cvref_t<std::invoke_result_t<Step, const Y&>>;
   y.node()->backward_pending = [input, step](const Y& g, unsigned mask) {
-    if ((mask & (A::split_mask() | Y::split_mask() | R::split_mask())) != 0) return false;
+    if ((mask & (Y::split_mask() | R::split_mask())) != 0) return false;
     if (input->wanted) input->accumulate_partial(step(g), mask);
     return true;
   };

@@ -24,10 +24,10 @@
 // instead of allreducing them (einsum<Out, OutRules>), the stream's element-wise work divided
 // among the ranks (the idea of Megatron-LM's sequence parallelism, Korthikanti et al. 2022,
 // here over any dim of the stream). Forward, a reduce_scatter and an allgather move an
-// allreduce's bytes. Backward differs from Megatron's: the gathers' adjoints sum the branch
-// inputs' partial gradients with an allreduce each, as without Residual, then slice (deferred
-// partial sums are summed before they reach a split layout), and the reduce_scatters' adjoints
-// allgather the stream's gradient on top; the layer norms' and the second dense layer's bias
+// allreduce's bytes. Backward is the transpose, as Megatron's: the gathers' adjoints
+// reduce_scatter the branch inputs' partial gradients into the split stream (deferred partial
+// sums reaching a split tensor, autodiff/traced.hpp), and the reduce_scatters' adjoints
+// allgather the stream's gradient; the layer norms' and the second dense layer's bias
 // gradients (vectors of d_model) are summed over Residual's mesh dims.
 #pragma once
 

@@ -20,7 +20,8 @@
 //
 // Here: the public einsum and its dispatch. The compile-time plan is in
 // ops/detail/einsum_plan.hpp, the local product (gemm) in ops/detail/einsum_kernel.hpp, the
-// ring that fuses the product with its sum across ranks in ops/detail/einsum_ring.hpp.
+// ring that fuses the product with its sum across ranks in ops/detail/einsum_ring.hpp, the
+// reduce_scatter of a finished partial product in ops/detail/reduce_scatter.hpp.
 #pragma once
 
 #include <cstddef>
@@ -40,6 +41,7 @@
 #include "meshpp/ops/detail/einsum_plan.hpp"
 #include "meshpp/ops/detail/einsum_ring.hpp"
 #include "meshpp/ops/detail/operands.hpp"
+#include "meshpp/ops/detail/reduce_scatter.hpp"
 #include "meshpp/ops/reduce.hpp"
 #include "meshpp/ops/relayout.hpp"
 
