@@ -1,6 +1,8 @@
 // allreduce: meshpp's allreduce<over<all>> policy (through the mesh's cached
 // sub-communicator and the counters) against a raw MPI_Allreduce of the same bytes on
-// MPI_COMM_WORLD, in place, 4 KiB to 64 MiB.
+// MPI_COMM_WORLD, in place, 4 KiB to 64 MiB; and its reduce_scatter<over<all>> (which calls
+// MPI_Reduce_scatter with equal counts) against the raw MPI_Reduce_scatter_block of the same
+// blocks, 64 KiB to 64 MiB of input.
 #include <meshpp/meshpp.hpp>
 
 #include <span>
@@ -29,6 +31,23 @@ int main(int argc, char** argv) {
     const std::string size = bytes >= (1u << 20) ? std::to_string(bytes >> 20) + " MiB"
                                                  : std::to_string(bytes >> 10) + " KiB";
     bench::print(mesh.world(), "allreduce", "sum float " + size, "MPI_Allreduce", t);
+  }
+  for (std::size_t bytes = 65536; bytes <= (std::size_t{64} << 20); bytes *= 4) {
+    const std::size_t block = bytes / sizeof(float) / static_cast<std::size_t>(n);
+    std::vector<float> in(block * static_cast<std::size_t>(n), 1.0f), a(block), b(block);
+    const auto t = bench::compare(
+        mesh.world(),
+        [&] {
+          mp::reduce_scatter<mp::over<all>>::run(mesh, std::span<const float>(in), std::span(a));
+        },
+        [&] {
+          MPI_Reduce_scatter_block(in.data(), b.data(), static_cast<int>(block), MPI_FLOAT, MPI_SUM,
+                                   MPI_COMM_WORLD);
+        });
+    const std::string size = bytes >= (1u << 20) ? std::to_string(bytes >> 20) + " MiB"
+                                                 : std::to_string(bytes >> 10) + " KiB";
+    bench::print(mesh.world(), "reduce_scatter", "sum float " + size + " in",
+                 "MPI_Reduce_scatter_block", t);
   }
   return 0;
 }

@@ -217,6 +217,13 @@ void check_every_collective() {
     check_alltoall<T, P>(m, shape);
     check_reduce_scatter<T, P, mp::op::sum>(m, shape);
     check_reduce_scatter<T, P, mp::op::max>(m, shape);
+    {  // the same through MPI_Reduce_scatter_block, the call for inputs of 32 MiB and more
+      const auto from = mp::detail::reduce_scatter_block_from;
+      mp::detail::reduce_scatter_block_from = 0;
+      check_reduce_scatter<T, P, mp::op::sum>(m, shape);
+      check_reduce_scatter<T, P, mp::op::max>(m, shape);
+      mp::detail::reduce_scatter_block_from = from;
+    }
     check_broadcast<T, P>(m, shape);
   }
 }

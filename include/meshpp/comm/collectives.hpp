@@ -543,6 +543,13 @@ struct alltoall<over<Ms...>> {
   }
 };
 
+namespace detail {
+// the input size (bytes on every member) from which an even reduce_scatter calls
+// MPI_Reduce_scatter_block rather than MPI_Reduce_scatter (reduce_scatter::run); tests lower
+// it to run the block form
+inline std::size_t reduce_scatter_block_from = std::size_t{32} << 20;
+}  // namespace detail
+
 template <class Over, class Op = op::sum>
 struct reduce_scatter;
 // [x_0, ..., x_{p-1}] on every member |-> member j holds Op over members of x_j
@@ -564,10 +571,26 @@ struct reduce_scatter<over<Ms...>, Op> {
     const auto& comm = g::comm(m);
     const MPI_Datatype type = detail::mpi_type<T>();
     const std::size_t n = out.size();
+    // p blocks of c values each. Open MPI 4.1 runs MPI_Reduce_scatter and
+    // MPI_Reduce_scatter_block by different algorithms: at 2 ranks here, with an input of
+    // 256 KiB to 16 MiB, MPI_Reduce_scatter with equal counts took 0.68-0.87 of the block
+    // call's time, at 64 KiB the same, at 64 MiB 1.03-1.12 (bench/allreduce, 6 runs; the last
+    // figure from the 4 before this switch). So the counts form below 32 MiB of input, the
+    // block form from there (the size is every member's).
+    std::vector<int> counts(p);
+    auto even_blocks = [&](const T* from, T* to, std::size_t c) {
+      if (detail::bytes<T>(c * p) >= detail::reduce_scatter_block_from) {
+        detail::checked(MPI_Reduce_scatter_block(from, to, detail::as_count(c), type, Op::mpi(),
+                                                 MPI_Comm(comm)),
+                        "MPI_Reduce_scatter_block", site);
+        return;
+      }
+      std::fill(counts.begin(), counts.end(), detail::as_count(c));
+      detail::checked(MPI_Reduce_scatter(from, to, counts.data(), type, Op::mpi(), MPI_Comm(comm)),
+                      "MPI_Reduce_scatter", site);
+    };
     if (n <= detail::mpi_count_limit) {
-      detail::checked(MPI_Reduce_scatter_block(in.data(), out.data(), detail::as_count(n), type,
-                                               Op::mpi(), MPI_Comm(comm)),
-                      "MPI_Reduce_scatter_block", site);
+      even_blocks(in.data(), out.data(), n);
       return;
     }
     // blocks too large for one count: piece [at, at + c) of every block, staged side by side
@@ -579,10 +602,7 @@ struct reduce_scatter<over<Ms...>, Op> {
         [&](std::size_t at, std::size_t c) {
           for (std::size_t j = 0; j < p; ++j)
             std::copy_n(in.data() + j * n + at, c, staged.data() + j * c);
-          detail::checked(
-              MPI_Reduce_scatter_block(staged.data(), out.data() + at, detail::as_count(c), type,
-                                       Op::mpi(), MPI_Comm(comm)),
-              "MPI_Reduce_scatter_block", site);
+          even_blocks(staged.data(), out.data() + at, c);
         },
         piece);
   }
@@ -600,7 +620,7 @@ struct reduce_scatter<over<Ms...>, Op> {
         detail::blocks_of("meshpp::reduce_scatter", m, g::mask, counts, in.size(), out.size());
     const std::size_t p = blocks.p, me = blocks.me;
     const auto& at = blocks.at;
-    if (detail::all_equal(counts)) return run(m, in, out);  // even: MPI_Reduce_scatter_block
+    if (detail::all_equal(counts)) return run(m, in, out);  // even: the same call, simpler checks
     const auto started = g::template begin<T>(m, collective::reduce_scatter, "reduce_scatter", in,
                                               out, detail::bytes<T>(in.size() - out.size()), p);
     if (!started) return;
