@@ -29,6 +29,7 @@ using meshpp_test::world;
 MESHPP_DIM(batch);
 MESHPP_DIM(io);
 MESHPP_DIM(hidden);
+MESHPP_DIM(ff);
 MESHPP_DIM(rows);
 MESHPP_DIM(cols);
 
@@ -366,6 +367,38 @@ TEST_CASE("partial sums into a tensor split over another mesh dim: allreduced, t
     const auto& counts = m.counters();
     CHECK_ALL_RANKS(counts.at(mp::collective::allreduce, mesh_rc::mask_v<rows>).calls == 1);
     CHECK_ALL_RANKS(counts.total(mp::collective::reduce_scatter).calls == 0);
+    CHECK(meshpp_test::max_abs_difference(dx, mp::einsum<bi>(dy, w0)) < 1e-12);
+  }
+}
+
+// Partial sums over two mesh dims of which the receiving tensor splits one: x [batch/rows, io],
+// gathered whole, times w [io, hidden/rows, ff/cols]; d/dx contracts hidden and ff, so it
+// arrives partial over rows and cols: one reduce_scatter over rows into x's stripes, and the
+// sum over cols left pending, completed by one allreduce over cols when x's gradient is read.
+TEST_CASE("partial sums over two mesh dims: the split one reduce-scattered, the other pending") {
+  using mesh_hf =
+      mp::mesh<mp::axes<rows, cols>, mp::layout<mp::split<hidden, rows>, mp::split<ff, cols>>>;
+  using bhf = mp::shape<batch, hidden, ff>;
+  const auto sizes_hf = mp::extents{batch{} = b, io{} = d_io, hidden{} = d_h, ff{} = 4};
+  for (const auto& shape : shapes_2d(world().size())) {
+    const mesh_hf m(shape);
+    CAPTURE(m.describe());
+    const auto x0 = mp::relayout<mp::layout<mp::split<batch, rows>>>(
+        mp::random_normal<double, batch, io>(m, sizes_hf, 1));
+    const auto w0 = mp::random_normal<double, io, hidden, ff>(m, sizes_hf, 2);
+    const auto dy = mp::random_normal<double, batch, hidden, ff>(m, sizes_hf, 3);
+    const auto x = mp::trace(x0);
+    const auto w = mp::trace(w0);
+    const auto y = mp::einsum<bhf>(mp::relayout<mp::layout<>>(x), w);
+    m.counters().reset();
+    const auto [dx] = mp::vjp(y, dy, x);
+    const auto& counts = m.counters();
+    CHECK_ALL_RANKS(counts.at(mp::collective::reduce_scatter, mesh_hf::mask_v<rows>).calls == 1);
+    CHECK_ALL_RANKS(counts.values(mp::collective::reduce_scatter) == b * d_io);
+    CHECK_ALL_RANKS(counts.at(mp::collective::allreduce, mesh_hf::mask_v<cols>).calls == 1);
+    CHECK_ALL_RANKS(counts.total(mp::collective::allreduce).calls == 1);
+    CHECK_ALL_RANKS(counts.values(mp::collective::allreduce) == x0.local().size());
+    CHECK_ALL_RANKS(collectives_other_than_allreduce(counts) == 1);
     CHECK(meshpp_test::max_abs_difference(dx, mp::einsum<bi>(dy, w0)) < 1e-12);
   }
 }

@@ -108,6 +108,24 @@ template <class Tensor, class G>
 requires requires { typename G::shape_type; }
 inline constexpr bool adds_in_place_v<Tensor, G> = readable_as_v<Tensor, G>;
 
+// scatterable_mask<Tensor, G>(rules): the mesh dims of those of Tensor's rules (split<d, m>)
+// that partial sums held as G can be reduce-scattered over into Tensor's layout: G holds d
+// whole and splits nothing over m (node::scatter_partial)
+template <class Tensor, class G, class... Rules>
+constexpr unsigned scatterable_mask(layout<Rules...>*) {
+  unsigned bits = 0;
+  (((!is_split_in_v<typename G::layout_type, typename Rules::tensor_dim> &&
+     (G::split_mask() & Tensor::mesh_type::template mask_v<typename Rules::mesh_dim>) == 0)
+        ? (bits |= Tensor::mesh_type::template mask_v<typename Rules::mesh_dim>)
+        : 0u),
+   ...);
+  return bits;
+}
+template <class Tensor, class G>
+constexpr unsigned scatterable_mask() {
+  return scatterable_mask<Tensor, G>(static_cast<typename Tensor::layout_type*>(nullptr));
+}
+
 // conform<Tensor>(g): the gradient g (a tensor or expression over a superset of Tensor's dims)
 // as a Tensor: broadcast dims summed out, laid out as Tensor, transposed by name.
 template <class Tensor, class G>
@@ -271,13 +289,14 @@ struct node final : node_base {
   template <class P, class R, class... Rest>
   void scatter_partial(P&& p, unsigned mask, layout<R, Rest...>*) {
     using PT = std::remove_cvref_t<P>;
-    using d = typename R::tensor_dim;
-    constexpr unsigned bit = PT::mesh_type::template mask_v<typename R::mesh_dim>;
-    if constexpr (!is_split_in_v<typename PT::layout_type, d> && (PT::split_mask() & bit) == 0) {
+    if constexpr ((scatterable_mask<Tensor, PT>(static_cast<layout<R>*>(nullptr)) != 0)) {
+      constexpr unsigned bit = PT::mesh_type::template mask_v<typename R::mesh_dim>;
       if ((mask & bit) != 0) {
-        const auto scope = p.mesh().counters().operation(
-            [] { return "partial sums " + to_string(typename PT::shape_type{}); });
-        auto y = reduce_scatter_along<R>(p);
+        auto y = [&] {  // the operation's scope holds the reduce_scatter alone
+          const auto scope = p.mesh().counters().operation(
+              [] { return "partial sums " + to_string(typename PT::shape_type{}); });
+          return reduce_scatter_along<R>(p);
+        }();
         scatter_partial(std::move(y), mask & ~bit, static_cast<layout<Rest...>*>(nullptr));
         return;
       }
@@ -463,8 +482,11 @@ void pass_pending(const traced<Y>& y, const std::shared_ptr<node<A>>& input, Ste
   // the step's own result is laid out by the mesh's rules, which may split where neither y
   // nor the input does: a partial sum must not be sliced along a mesh dim it is partial over
   using R = std::remove_cvref_t<std::invoke_result_t<Step, const Y&>>;
+  // where the input splits over a mesh dim of the sum, the step's result must be one that
+  // can be reduce-scattered into it, else y's gradient is summed in place first (no copy)
+  constexpr unsigned unscatterable = A::split_mask() & ~scatterable_mask<A, R>();
   y.node()->backward_pending = [input, step](const Y& g, unsigned mask) {
-    if ((mask & (Y::split_mask() | R::split_mask())) != 0) return false;
+    if ((mask & (Y::split_mask() | R::split_mask() | unscatterable)) != 0) return false;
     if (input->wanted) input->accumulate_partial(step(g), mask);
     return true;
   };
