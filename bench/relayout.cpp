@@ -4,13 +4,19 @@
 // every block where its layout says). One sent block of [batch/all, d_model] is strided, its
 // received one is not; and the other way back. Then [batch, seq, d_model] switched between
 // seq:all and d_model:all, where the blocks are strided on both sides.
+//
+// usage: mpiexec -n P bench/relayout [--direct-copies on|off]
+// (--direct-copies off: relayouts among one node's ranks go through MPI_Alltoallv, not the
+// direct copies of comm/single_copy.hpp, to measure what those save)
 #include <meshpp/meshpp.hpp>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include <mpi.h>
 
+#include "arguments.hpp"
 #include "bench.hpp"
 
 namespace mp = meshpp;
@@ -26,6 +32,19 @@ using sequence_parallel = mp::layout<mp::split<seq, all>>;
 
 int main(int argc, char** argv) {
   mp::environment env(argc, argv);
+  examples::arguments args(
+      "bench/relayout", "usage: mpiexec -n P bench/relayout [--direct-copies on|off]", argc, argv);
+  try {
+    while (args.next()) {
+      if (args.is("--direct-copies"))
+        mp::detail::single_copy_relayout = args.choice({"on", "off"}) == "on";
+      else
+        args.unknown();
+    }
+  } catch (const mp::error& e) {  // every rank reads the same arguments: each says why
+    std::fprintf(stderr, "rank %d: %s\n", boost::mpi::communicator().rank(), e.what());
+    return 1;
+  }
   const int n = boost::mpi::communicator().size();
   mesh_t mesh({n});
   for (std::size_t rows : {256, 1024, 4096}) {

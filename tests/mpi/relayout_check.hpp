@@ -302,7 +302,8 @@ void from_one(const mesh_t& m, const global_t& global, list<To...>) {
   (check_pair<From, To>(m, global), ...);
 }
 
-using meshpp_test::small_pieces;  // (tests/support/small_pieces.hpp)
+using meshpp_test::direct_copies;  // (tests/support/small_pieces.hpp)
+using meshpp_test::small_pieces;
 
 // The meshes every pair runs on: the squarest grid (2x2 at 4 ranks), one row, one column.
 inline std::vector<std::array<int, 2>> mesh_shapes() {

@@ -162,6 +162,9 @@ class alltoall_exchange {
         recv_counts_(p_),
         recv_displs_(p_) {}
 
+  // the members' communicator
+  MPI_Comm communicator() const { return MPI_Comm(comm_); }
+
   // send_counts[j] values to member j, recv_counts[j] from member j (the offset of an empty
   // block is not used). Every member calls it, whatever its counts.
   void operator()(const T* send, const std::size_t* send_offsets, const std::size_t* send_counts,

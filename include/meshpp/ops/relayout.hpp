@@ -18,7 +18,8 @@
 // Every collective goes through the policies of comm/collectives.hpp and is counted.
 // In an alltoall, this rank's own block is copied straight from the input to the result; the
 // other blocks go to and from MPI where they lie when they are one run of memory, and through a
-// small staging buffer, piece by piece, when they are strided (alltoall_step below).
+// small staging buffer, piece by piece, when they are strided (alltoall_step below); among the
+// ranks of one node they are copied once, straight between the ranks' memory.
 #pragma once
 
 #include <algorithm>
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "meshpp/comm/collectives.hpp"
+#include "meshpp/comm/single_copy.hpp"
 #include "meshpp/core/blocks.hpp"
 #include "meshpp/core/detail/divides.hpp"
 #include "meshpp/core/detail/row_major.hpp"
@@ -226,7 +228,9 @@ struct receive_staging;
 // MPI derived datatypes (MPI_Alltoallw of subarrays) would spare the staging copy in
 // principle, but Open MPI 4.1's shared-memory transport packs them through its own fragments:
 // measured at 2 ranks, from 10% faster to 1.35x slower than this, and 2-4.5x slower in runs
-// where writing memory that the other rank had just read was slow.
+// where writing memory that the other rank had just read was slow. Among the ranks of one
+// node none of this runs: each block is copied once, straight between the ranks' memory
+// (copy_directly below, comm/single_copy.hpp).
 template <class M, class Mesh, class T, std::size_t N>
 void alltoall_step(const Mesh& mesh, const relayout_step& s, const T* src,
                    const std::array<std::size_t, N>& ext, T* dst,
@@ -282,9 +286,73 @@ void alltoall_step(const Mesh& mesh, const relayout_step& s, const T* src,
   const std::size_t stage_size = (p - 1) * std::min(budget, element_count(largest));
   std::vector<std::size_t> send_counts(p);
   for (std::size_t j = 0; j < p; ++j) send_counts[j] = element_count(block(c, j));
+  // Among the ranks of one node, every block goes straight from its sender's src to its
+  // receiver's dst, one copy whatever the strides (comm/single_copy.hpp), moved by the member
+  // whose side of it has more runs, so that the other's pages are pinned in few long runs.
+  // False, with nothing done that the MPI path below does not redo, where the group cannot.
+  auto src_ext = [&](std::size_t i) {  // member i's src: its stripe of a, the rest as here
+    return with_extent(ext, s.leaving, stripe_size(global[leaving], p, i));
+  };
+  auto dst_ext = [&](std::size_t j) {  // member j's dst: its stripe of b
+    return with_extent(out_ext, s.arriving, stripe_size(global[arriving], p, j));
+  };
+  auto runs = [](const std::array<std::size_t, N>& box, const std::array<std::size_t, N>& shape) {
+    strided_cursor<std::ptrdiff_t, N> cursor{0, row_major_strides<N>(shape)};
+    std::size_t n = 0;
+    for_each_row(box, cursor, [&](std::size_t) { ++n; });
+    return n;
+  };
+  // whether member i writes its block for member j (else member j reads it): the same answer
+  // on both, from the block's runs in i's src and in j's dst
+  auto writes = [&](std::size_t i, std::size_t j) {
+    const auto b = block(i, j);
+    return runs(b, dst_ext(j)) < runs(b, src_ext(i));
+  };
+  auto copy_directly = [&](MPI_Comm comm) {
+    const call_site site{"alltoall", 0, {}, type_name<T>(), 0};
+    const single_copy_group& peers = single_copy_peers(comm, site);
+    if (!peers.usable()) return false;
+    copy_box(src, ext, send_at(c, zero), dst, out_ext, recv_at(c, zero), block(c, c));
+    const auto address = share_addresses(comm, {src, dst}, site);  // member j's at 2j, 2j + 1
+    // box b between this member's `here` (extents here_ext, at here_at) and member j's memory
+    // at `there` (extents there_ext, at there_at)
+    auto copy_block = [&](std::size_t j, remote_copy::way way, const std::array<std::size_t, N>& b,
+                          T* here, const std::array<std::size_t, N>& here_ext,
+                          const std::array<std::size_t, N>& here_at, std::uintptr_t there,
+                          const std::array<std::size_t, N>& there_ext,
+                          const std::array<std::size_t, N>& there_at) {
+      strided_cursor<T*, N> mine{here + linear_index(here_at, here_ext),
+                                 row_major_strides<N>(here_ext)};
+      strided_cursor<std::ptrdiff_t, N> theirs{
+          static_cast<std::ptrdiff_t>(linear_index(there_at, there_ext)),
+          row_major_strides<N>(there_ext)};
+      auto both = group(mine, theirs);
+      remote_copy copy(peers.pids[j], way);
+      for_each_row(b, both, [&](std::size_t n) {
+        copy.add(mine.ptr, there + static_cast<std::uintptr_t>(theirs.ptr) * sizeof(T),
+                 n * sizeof(T));
+      });
+      return copy.flush();
+    };
+    bool ok = true;
+    for (std::size_t j = 0; j < p && ok; ++j) {
+      if (j == c) continue;
+      const auto out = block(c, j), in = block(j, c);
+      if (element_count(out) > 0 && writes(c, j))  // (the kernel only reads src)
+        ok = copy_block(j, remote_copy::write, out, const_cast<T*>(src), ext, send_at(j, zero),
+                        address[2 * j + 1], dst_ext(j), recv_at(c, zero));
+      if (ok && element_count(in) > 0 && !writes(j, c))
+        ok = copy_block(j, remote_copy::read, in, dst, out_ext, recv_at(j, zero), address[2 * j],
+                        src_ext(j), send_at(c, zero));
+    }
+    if (!all_copied(comm, ok, site)) return false;  // (which may free peers: not used after)
+    ++single_copy_steps;
+    return true;
+  };
   alltoall<over<M>>::template run_in_pieces<T>(
       mesh, std::span<const std::size_t>(send_counts), p * element_count(largest),
       [&](auto& exchange) {  // (not called on a planned mesh: no staging there)
+        if (p > 1 && single_copy_relayout && copy_directly(exchange.communicator())) return;
         T* const send_stage = send_direct ? nullptr : staging<T, send_staging>(stage_size);
         T* const recv_stage = recv_direct ? nullptr : staging<T, receive_staging>(stage_size);
         std::vector<std::size_t> send_offsets(p), recv_offsets(p), sent(p), received(p);
