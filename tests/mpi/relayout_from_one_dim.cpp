@@ -1,7 +1,7 @@
 // relayout (2 of 3): from each of the 6 layouts that split one dim of [x, y, z] (over r or
 // over c) to each of the 13 (relayout_check.hpp says what is checked for every pair). Runs at
 // 1, 2 and 4 ranks, again with alltoalls moved in small pieces, and through MPI (not by direct
-// reads).
+// copies).
 #include "relayout_check.hpp"
 
 TEST_CASE("relayout from a layout splitting one dim to each of the 13") {
@@ -17,8 +17,8 @@ TEST_CASE("relayout from a layout splitting one dim, its alltoalls moved in smal
 }
 
 // The same pairs through MPI at the default staging: among one node's ranks the alltoalls above
-// read the blocks directly (comm/single_copy.hpp); here they go to MPI_Alltoallv, from where
-// the blocks lie or staged. The bits and the counters must not change.
+// copy the blocks directly between the ranks' memory (comm/single_copy.hpp); here they go to
+// MPI_Alltoallv, from where the blocks lie or staged. The bits and the counters must not change.
 TEST_CASE("relayout from a layout splitting one dim, its alltoalls through MPI") {
   const relayout_test::direct_copies guard(false);
   relayout_test::every_pair(relayout_test::one_dim_layouts{});

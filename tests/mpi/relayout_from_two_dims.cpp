@@ -17,8 +17,8 @@ TEST_CASE("relayout from a layout splitting two dims, its alltoalls moved in sma
 }
 
 // The same pairs through MPI at the default staging: among one node's ranks the alltoalls above
-// read the blocks directly (comm/single_copy.hpp); here they go to MPI_Alltoallv, from where
-// the blocks lie or staged. The bits and the counters must not change.
+// copy the blocks directly between the ranks' memory (comm/single_copy.hpp); here they go to
+// MPI_Alltoallv, from where the blocks lie or staged. The bits and the counters must not change.
 TEST_CASE("relayout from a layout splitting two dims, its alltoalls through MPI") {
   const relayout_test::direct_copies guard(false);
   relayout_test::every_pair(relayout_test::two_dim_layouts{});

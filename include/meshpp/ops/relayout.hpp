@@ -296,10 +296,14 @@ void alltoall_step(const Mesh& mesh, const relayout_step& s, const T* src,
   auto dst_ext = [&](std::size_t j) {  // member j's dst: its stripe of b
     return with_extent(out_ext, s.arriving, stripe_size(global[arriving], p, j));
   };
+  // the runs of memory a non-empty box makes in a row-major array of `shape`: one run spans
+  // the last dim the box does not cover whole and every dim after it, so the runs are the
+  // product of the box's extents before that dim
   auto runs = [](const std::array<std::size_t, N>& box, const std::array<std::size_t, N>& shape) {
-    strided_cursor<std::ptrdiff_t, N> cursor{0, row_major_strides<N>(shape)};
-    std::size_t n = 0;
-    for_each_row(box, cursor, [&](std::size_t) { ++n; });
+    std::size_t whole_from = N;  // the dims from here on are covered whole
+    while (whole_from > 0 && box[whole_from - 1] == shape[whole_from - 1]) --whole_from;
+    std::size_t n = 1;
+    for (std::size_t d = 0; d + 1 < whole_from; ++d) n *= box[d];
     return n;
   };
   // whether member i writes its block for member j (else member j reads it): the same answer
