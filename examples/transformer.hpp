@@ -16,6 +16,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace mp = meshpp;
@@ -80,6 +81,18 @@ inline sizes_t model_sizes(const options& o, std::size_t batch_size, std::size_t
                  d_v{} = o.d_model / o.heads, d_ff{} = o.d_ff,   vocab{} = vocab_size};
 }
 
+// stream_of<Residual, Hidden>::type: Hidden laid out by the rules Residual (void: Hidden itself)
+template <class Residual, class Hidden>
+struct stream_of {
+  using type = mp::tensor<typename Hidden::value_type, typename Hidden::shape_type,
+                          mp::layout_for_t<Residual, typename Hidden::shape_type>,
+                          typename Hidden::mesh_type>;
+};
+template <class Hidden>
+struct stream_of<void, Hidden> {
+  using type = Hidden;
+};
+
 /// The decoder-only language model: token and position embeddings, `layers` Transformer
 /// blocks, a final layer norm, and an unembedding to vocab logits. Residual: the rules of the
 /// blocks' residual stream (nn/transformer.hpp), or void: as the mesh lays it out.
@@ -90,6 +103,8 @@ struct language_model {
   using logits_t = mp::tensor_of<float, mp::shape<batch, length, vocab>, Mesh>;
   using loss_t = mp::tensor_of<float, mp::shape<>, Mesh>;
   using hidden_t = mp::tensor_of<float, mp::shape<batch, length, d_model>, Mesh>;
+  // the blocks' residual stream: hidden_t, or laid out by Residual
+  using stream_t = typename stream_of<Residual, hidden_t>::type;
   using block_t = mp::nn::transformer_block<float, Mesh, dims, Residual>;
 
   mp::embedding<float, vocab, mp::shape<d_model>, Mesh> tokens;
@@ -117,9 +132,10 @@ struct language_model {
   mp::traced<logits_t> logits(const ids_t& ids) const;
   // loss(ids, targets): the mean cross-entropy of the next characters, traced (a scalar)
   mp::traced<loss_t> loss(const ids_t& ids, const ids_t& targets) const;
-  // through_blocks(x): x [batch, length, d_model] through every block in turn (defined in
-  // transformer_blocks.hpp and compiled in a translation unit of its own)
-  mp::traced<hidden_t> through_blocks(const mp::traced<hidden_t>& x) const;
+  // through_blocks(x): the stream x [batch, length, d_model] through every block in turn,
+  // returned as the mesh lays it out (defined in transformer_blocks.hpp and compiled in a
+  // translation unit of its own)
+  mp::traced<hidden_t> through_blocks(const mp::traced<stream_t>& x) const;
 
   template <class Optimizer>
   void add_to(Optimizer& opt) const {

@@ -11,16 +11,14 @@ namespace transformer_example {
 
 template <class Mesh, class Residual>
 mp::traced<typename language_model<Mesh, Residual>::hidden_t>
-language_model<Mesh, Residual>::through_blocks(const mp::traced<hidden_t>& in) const {
+language_model<Mesh, Residual>::through_blocks(const mp::traced<stream_t>& in) const {
+  mp::traced<stream_t> x = in;
+  for (const auto& b : blocks) x = b(x);
   if constexpr (std::is_void_v<Residual>) {
-    mp::traced<hidden_t> x = in;
-    for (const auto& b : blocks) x = b(x);
     return x;
   } else {
-    // the stream split by Residual (a free slice of the whole embedding sum), and whole again
-    // after the last block (an allgather) for the final norm and the unembedding
-    auto x = mp::relayout<Residual>(in);
-    for (const auto& b : blocks) x = b(x);
+    // the split stream whole again after the last block (an allgather) for the final norm
+    // and the unembedding
     return mp::relayout<typename hidden_t::layout_type>(x);
   }
 }

@@ -2,4 +2,4 @@
 #include "transformer_blocks.hpp"
 
 template mp::traced<transformer_example::language_model<mesh_data>::hidden_t>
-transformer_example::language_model<mesh_data>::through_blocks(const mp::traced<hidden_t>&) const;
+transformer_example::language_model<mesh_data>::through_blocks(const mp::traced<stream_t>&) const;

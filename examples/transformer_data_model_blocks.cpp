@@ -4,4 +4,4 @@
 
 template mp::traced<transformer_example::language_model<mesh_data_model>::hidden_t>
 transformer_example::language_model<mesh_data_model>::through_blocks(
-    const mp::traced<hidden_t>&) const;
+    const mp::traced<stream_t>&) const;

@@ -13,7 +13,10 @@ namespace transformer_example {
 template <class Mesh, class Residual>
 mp::traced<typename language_model<Mesh, Residual>::logits_t>
 language_model<Mesh, Residual>::logits(const ids_t& ids) const {
-  return unembed(final_norm(through_blocks(tokens(ids) + positions)));
+  // the embedding sum laid out as the blocks' stream: with Residual, the lookup (vocab split)
+  // reduce-scatters its rows straight into the split stream, and positions add to each
+  // rank's stripe
+  return unembed(final_norm(through_blocks(tokens.template apply<Residual>(ids) + positions)));
 }
 
 template <class Mesh, class Residual>

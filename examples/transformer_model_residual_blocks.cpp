@@ -4,4 +4,4 @@
 
 template mp::traced<transformer_example::language_model<mesh_model, residual_over_all>::hidden_t>
 transformer_example::language_model<mesh_model, residual_over_all>::through_blocks(
-    const mp::traced<hidden_t>&) const;
+    const mp::traced<stream_t>&) const;

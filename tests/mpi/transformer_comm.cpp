@@ -146,21 +146,23 @@ TEST_CASE("model layout: the table's allreduces, exactly") {
   one_step(mesh_model({n}), "model", 1, static_cast<std::uint64_t>(n));
 }
 
-// model+residual: the model layout's allreduces but the blocks' two forward sums, which go
-// into the batch-split stream instead; the stream is allgathered before each branch and after
-// the last block. Each of the two products picks, by its sizes (ops/detail/einsum_plan.hpp,
-// operand_gather_plan; restated here), the reduce_scatter of its local partial sums (b l d
-// values) or moving its operands: the attention's o [b, heads/p, l, v] by an alltoall to a
-// batch split, and wo [heads/p, v, d] gathered whole (an allgather), when that sends fewer
-// values (|o_local| + p |wo_local| < b l d). In backward each branch input's gradient,
-// partial sums over the ranks, is reduce-scattered into the split stream (the adjoint of the
-// gather before the branch); the products' adjoints (allgathers of the stream's gradient) and
-// the embedding sum's slice's (an allgather) join them; the unembedding's input gradient is
-// allreduced as under model; the layer norms' scales and shifts and the second dense layer's
-// bias, summed over the batch's ranks, join one bucket.
-//   forward   allreduce b l d + 3 b l; per product, reduce_scatter b l d, or alltoall (1 call)
-//             and allgather |wo_local|; allgather (2 layers + 1) (b/p) l d
-//   backward  allreduce b l d + 5 d layers (2 calls), reduce_scatter 2 layers b l d,
+// model+residual: the model layout's allreduces but the embedding lookup's and the blocks' two
+// forward sums, which go into the batch-split stream instead (the lookup's by a reduce_scatter);
+// the stream is allgathered before each branch and after the last block. Each of the two products
+// picks, by its sizes (ops/detail/einsum_plan.hpp, operand_gather_plan; restated here), the
+// reduce_scatter of its local partial sums (b l d values) or moving its operands: the attention's o
+// [b, heads/p, l, v] by an alltoall to a batch split, and wo [heads/p, v, d] gathered whole (an
+// allgather), when that sends fewer values (|o_local| + p |wo_local| < b l d). In backward each
+// branch input's gradient, partial sums over the ranks, is reduce-scattered into the split stream
+// (the adjoint of the gather before the branch); the products' adjoints (allgathers of the stream's
+// gradient) and the lookup's (an allgather, the adjoint of its reduce_scatter) join them; the
+// unembedding's input gradient is allreduced as under model; the layer norms' scales and shifts,
+// the second dense layer's bias and the positions (l d), summed over the batch's ranks, join one
+// bucket.
+//   forward   allreduce 3 b l; reduce_scatter b l d (the lookup); per product, reduce_scatter
+//             b l d, or alltoall (1 call) and allgather |wo_local|; allgather (2 layers + 1)
+//             (b/p) l d
+//   backward  allreduce b l d + 5 d layers + l d (2 calls), reduce_scatter 2 layers b l d,
 //             allgather (2 layers + 1) (b/p) l d
 TEST_CASE("model+residual layout: reduce_scatters and allgathers in place of allreduces") {
   const std::uint64_t p = static_cast<std::uint64_t>(world().size());
@@ -192,9 +194,9 @@ TEST_CASE("model+residual layout: reduce_scatters and allgathers in place of all
                              << c.values(mp::collective::reduce_scatter) << ", allgather "
                              << c.total(mp::collective::allgather).calls << " calls "
                              << c.values(mp::collective::allgather));
-  CHECK_ALL_RANKS(c.values(mp::collective::allreduce) == stream + 3 * b * l);
-  CHECK_ALL_RANKS(c.total(mp::collective::reduce_scatter).calls == (2 - moved) * layers);
-  CHECK_ALL_RANKS(c.values(mp::collective::reduce_scatter) == (2 - moved) * layers * stream);
+  CHECK_ALL_RANKS(c.values(mp::collective::allreduce) == 3 * b * l);
+  CHECK_ALL_RANKS(c.total(mp::collective::reduce_scatter).calls == 1 + (2 - moved) * layers);
+  CHECK_ALL_RANKS(c.values(mp::collective::reduce_scatter) == (1 + (2 - moved) * layers) * stream);
   CHECK_ALL_RANKS(c.total(mp::collective::alltoall).calls == moved * layers);
   CHECK_ALL_RANKS(c.total(mp::collective::allgather).calls == (2 * layers + 1) + moved * layers);
   CHECK_ALL_RANKS(c.values(mp::collective::allgather) ==
@@ -207,7 +209,7 @@ TEST_CASE("model+residual layout: reduce_scatters and allgathers in place of all
                               << c.values(mp::collective::reduce_scatter) << ", allgather "
                               << c.total(mp::collective::allgather).calls << " calls "
                               << c.values(mp::collective::allgather));
-  CHECK_ALL_RANKS(c.values(mp::collective::allreduce) == stream + 5 * d * layers);
+  CHECK_ALL_RANKS(c.values(mp::collective::allreduce) == stream + 5 * d * layers + l * d);
   CHECK_ALL_RANKS(c.total(mp::collective::allreduce).calls == 2);
   CHECK_ALL_RANKS(c.total(mp::collective::reduce_scatter).calls == 2 * layers);
   CHECK_ALL_RANKS(c.values(mp::collective::reduce_scatter) == 2 * layers * stream);

@@ -51,6 +51,7 @@
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/expression.hpp"
 #include "meshpp/ops/embedding.hpp"
+#include "meshpp/ops/relayout.hpp"
 
 namespace meshpp {
 
@@ -115,9 +116,11 @@ auto scatter_add(const G& g, const Ids& ids, const Table& table, unsigned* defer
 /// that the integer tensor ids names, as ops/embedding.hpp computes them, recorded; the
 /// table's gradient is one dense scatter-add and one allreduce of the table's slice over ids'
 /// mesh dims (see above). Ids are plain: integers have no gradient.
+// (Table is not a layout: take<Dim, OutRules> below names one there, and traced<layout> must not
+// be formed to reject this overload.)
 template <class Dim, class Table, class Ids>
-requires is_expression_v<Ids>
-auto take(const traced<Table>& table, const Ids& ids) {
+requires is_expression_v<Ids> &&
+    (!is_layout_v<Table>)auto take(const traced<Table>& table, const Ids& ids) {
   auto id_tensor = [&] {
     if constexpr (is_tensor_v<Ids>)
       return ids;
@@ -137,6 +140,38 @@ auto take(const traced<Table>& table, const Ids& ids) {
           // whole (then an allgather of the dense stripes over ids' mesh dim)
           unsigned mask = 0;
           auto partial = detail::scatter_add<Dim>(g, id_tensor, t.value(), &mask);
+          t.add_partial_grad(std::move(partial), mask);
+        },
+        table);
+  }
+}
+
+/// take<Dim, OutRules>(table, ids) of a traced table: the lookup laid out by OutRules (a dim
+/// requested split over the mesh dim Dim is split over is reduce-scattered, ops/embedding.hpp).
+/// Backward first brings the gradient to take<Dim>'s layout (that reduce_scatter's adjoint: an
+/// allgather over the same mesh dim; a free slice where OutRules left a dim whole), then
+/// scatter-adds it as take<Dim>'s backward does.
+template <class Dim, class OutRules, class Table, class Ids>
+requires is_layout_v<OutRules> && is_expression_v<Ids>
+auto take(const traced<Table>& table, const Ids& ids) {
+  auto id_tensor = [&] {
+    if constexpr (is_tensor_v<Ids>)
+      return ids;
+    else
+      return eval(ids);
+  }();
+  using plan = detail::take_plan<Dim, Table, decltype(id_tensor)>;
+  if constexpr (!plan::ok) {
+    take<Dim, OutRules>(table.value(), id_tensor);  // only its errors, in the plain lookup's words
+  } else {
+    auto y = take<Dim, OutRules>(table.value(), id_tensor);
+    return record(
+        std::move(y),
+        [id_tensor = std::move(id_tensor)](const auto&, const auto& g, const auto& t) {
+          if (!t.wants_grad()) return;
+          const auto gn = relayout<typename plan::out_layout>(g);
+          unsigned mask = 0;
+          auto partial = detail::scatter_add<Dim>(gn, id_tensor, t.value(), &mask);
           t.add_partial_grad(std::move(partial), mask);
         },
         table);

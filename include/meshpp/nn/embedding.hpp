@@ -3,6 +3,7 @@
 //
 //   mp::embedding<float, vocab, mp::shape<d_model>, mesh_t> embed(mesh, sizes, /*seed*/ 3);
 //   auto x = embed(ids);         // ids[batch, seq] (integers) -> traced [batch, seq, d_model]
+//   auto xs = embed.apply<mp::layout<mp::split<batch, all>>>(ids);  // -> [batch/all, ...]
 //   mp::add_variables(optimizer, embed);
 //
 // The table starts normal(0, 1 / sqrt(d)), d the product of Model's sizes (so a looked-up
@@ -11,7 +12,8 @@
 // autodiff/embedding.hpp, with its communication:
 //   forward   [vocab/cols, d_model] x ids[batch/rows, seq] |-> [batch/rows, seq, d_model]
 //             a local lookup in this rank's stripe of vocab, then allreduce over cols (none
-//             when vocab is whole)
+//             when vocab is whole); apply<OutRules>: reduce_scatter over cols where OutRules
+//             split a result dim over it
 //   backward  g[batch/rows, seq, d_model] |-> d table [vocab/cols, d_model]
 //             a local scatter-add, then allreduce over rows (ids' mesh dims): dense, the
 //             table's slice, whatever the batch size
@@ -22,6 +24,7 @@
 #include <cstdint>
 #include <string>
 #include <tuple>
+#include <type_traits>
 
 #include "meshpp/autodiff/embedding.hpp"
 #include "meshpp/autodiff/traced.hpp"
@@ -61,6 +64,17 @@ class embedding {
   template <class Ids>
   auto operator()(const Ids& ids) const {
     return take<Vocab>(table_, ids);
+  }
+
+  // apply<OutRules>(ids): the same, the result laid out by OutRules (void: as above; else
+  // take<Vocab, OutRules>: a reduce_scatter where a result dim takes the mesh dim Vocab is
+  // split over, e.g. a residual stream split over batch under a vocab-split table)
+  template <class OutRules, class Ids>
+  auto apply(const Ids& ids) const {
+    if constexpr (std::is_void_v<OutRules>)
+      return take<Vocab>(table_, ids);
+    else
+      return take<Vocab, OutRules>(table_, ids);
   }
 
   // initial_stddev(sizes): 1 / sqrt(d), d the number of elements of one embedding vector

@@ -37,6 +37,7 @@
 #include "meshpp/core/tensor.hpp"
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/expression.hpp"
+#include "meshpp/ops/detail/complete_sums.hpp"
 #include "meshpp/ops/detail/einsum_kernel.hpp"
 #include "meshpp/ops/detail/einsum_plan.hpp"
 #include "meshpp/ops/detail/einsum_ring.hpp"
@@ -84,18 +85,6 @@ decltype(auto) summed_out(const X& x) {
     return x.get();
   else
     return (x);
-}
-
-// laid_out<Rules>(x): x itself (moved, not copied) when Rules lay it out as it is, else
-// relayout<Rules>(x)
-template <class Rules, class X>
-auto laid_out(X&& x) {
-  using Xt = std::remove_cvref_t<X>;
-  if constexpr (std::is_same_v<layout_for_t<Rules, typename Xt::shape_type>,
-                               typename Xt::layout_type>)
-    return Xt(std::forward<X>(x));
-  else
-    return relayout<Rules>(x);
 }
 
 // einsum2<Out, OutRules>(a, b): the work of einsum<Out>(a, b) (OutRules void) or
@@ -218,13 +207,8 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
           mesh, std::span(out.local().data(), out.local().size()));
       return out;
     } else {
-      using requested = layout_for_t<OutRules, Out>;
-      using sp =
-          scatter_plan<Out, typename plan::out_layout, requested, typename plan::summed_mesh_dims>;
-      allreduce<over_t<typename sp::allreduced>, op::sum>::run(
-          mesh, std::span(out.local().data(), out.local().size()));
-      return laid_out<requested>(
-          reduce_scatter_all(std::move(out), static_cast<typename sp::rules*>(nullptr)));
+      return sums_laid_out<layout_for_t<OutRules, Out>, typename plan::summed_mesh_dims>(
+          std::move(out));
     }
   }
 }

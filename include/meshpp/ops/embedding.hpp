@@ -6,9 +6,11 @@
 //   auto h = one_hot<vocab>(ids, sizes);             // -> h[batch, seq, vocab], float 0/1
 //   auto g = einsum<shape<vocab, d_model>>(h, dy);   // the table's gradient: dense
 //
-// gather:  [vocab/cols, d_model] x ids[batch/rows, seq] |-> [batch/rows, seq, d_model]
+// take:    [vocab/cols, d_model] x ids[batch/rows, seq] |-> [batch/rows, seq, d_model]
 //              each rank looks up the rows of its vocab stripe (zeros for other ids),
 //              then allreduce over cols: vocab is split there (none when vocab is whole)
+// take<vocab, layout<split<seq, cols>, ...>>: the same lookup, then reduce_scatter over cols
+//              |-> [batch/rows, seq/cols, d_model]: each rank receives only its stripe
 // one_hot: ids[batch/rows, seq] |-> [batch/rows, seq, vocab/cols]
 //              each rank fills its stripe of vocab: no communication
 //
@@ -53,6 +55,7 @@
 #include "meshpp/core/tensor.hpp"
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/expression.hpp"
+#include "meshpp/ops/detail/complete_sums.hpp"
 #include "meshpp/ops/detail/embedding_ids.hpp"
 #include "meshpp/ops/detail/embedding_plan.hpp"
 #include "meshpp/ops/detail/embedding_rows.hpp"
@@ -91,8 +94,9 @@ inline constexpr bool no_size_given_for_the_one_hot_dim = false;
 
 namespace detail {
 
-// take_impl<Dim>(table, ids): the work of take<Dim>(table, ids), once its checks passed
-template <class Dim, class Table, class Ids>
+// take_impl<Dim, OutRules>(table, ids): the work of take<Dim>(table, ids) (OutRules void) or
+// take<Dim, OutRules>(table, ids), once the checks there have passed
+template <class Dim, class OutRules, class Table, class Ids>
 auto take_impl(const Table& table, const Ids& ids) {
   using plan = take_plan<Dim, Table, Ids>;
   using TS = typename plan::table_shape;
@@ -124,10 +128,16 @@ auto take_impl(const Table& table, const Ids& ids) {
       [](std::span<T> row) { std::fill(row.begin(), row.end(), T{}); });
 
   // Each id's row lives on one rank of the group along Dim's mesh dim; the others wrote
-  // zeros, so the sum is the row (an allreduce over no mesh dims is nothing at all).
-  allreduce<typename plan::reduce_over, op::sum>::run(
-      mesh, std::span(out.local().data(), out.local().size()));
-  return out;
+  // zeros, so the sum is the row (an allreduce over no mesh dims is nothing at all). Laid out
+  // by OutRules, a dim requested split over that mesh dim is reduce-scattered instead.
+  if constexpr (std::is_void_v<OutRules>) {
+    allreduce<typename plan::reduce_over, op::sum>::run(
+        mesh, std::span(out.local().data(), out.local().size()));
+    return out;
+  } else {
+    return sums_laid_out<layout_for_t<OutRules, Out>, typename plan::summed_mesh_dims>(
+        std::move(out));
+  }
 }
 
 // one_hot_impl<Dim, T>(ids, size): the work of one_hot<Dim, T>(ids, sizes)
@@ -225,7 +235,41 @@ auto take(const Table& table, const Ids& ids) {
   if constexpr (plan::ok) {  // else: only the errors above
     const auto& t = detail::materialized(table);
     const auto& i = detail::materialized(ids);
-    return detail::take_impl<Dim>(t, i);
+    return detail::take_impl<Dim, void>(t, i);
+  }
+}
+
+/// take<Dim, OutRules>(table, ids): the same lookup, laid out by OutRules (restricted to the
+/// result's dims). A result dim requested split over the mesh dim the table splits Dim over is
+/// reduce-scattered over it (each rank receives only its stripe of the rows: half the bytes of
+/// the allreduce, and no slice after it); any other difference from take<Dim>'s layout is a
+/// relayout. The model-parallel lookup into a stream split over batch:
+///   [vocab/all, d] x ids[batch, seq] -> take<vocab, layout<split<batch, all>>> -> [batch/all, seq,
+///   d]
+template <class Dim, class OutRules, class Table, class Ids>
+requires is_layout_v<OutRules> && is_expression_v<Table> && is_expression_v<Ids>
+auto take(const Table& table, const Ids& ids) {
+  using plan = detail::take_plan<Dim, Table, Ids>;
+  static_assert(plan::ok,
+                "meshpp::take<Dim, OutRules>(table, ids): take<Dim>(table, ids) is not legal "
+                "(compile take<Dim>(table, ids) for the reason)");
+  using requested = layout_for_t<OutRules, typename plan::out>;
+  static_assert(offending::lookup_result_has_two_dims_on_one_mesh_dim<
+                    typename detail::mesh_dim_clash<requested>::first,
+                    typename detail::mesh_dim_clash<requested>::second>,
+                "meshpp::take<Dim, OutRules>(table, ids): the requested result layout puts two "
+                "dims on one mesh dim (illegal layout, Mesh-TensorFlow paper 8.5)");
+  if constexpr (plan::ok) {
+    const auto& t = detail::materialized(table);
+    const auto& i = detail::materialized(ids);
+    // The requested layout's sizes are checked first, on every rank, before any collective.
+    using final_t = tensor<typename Table::value_type, typename plan::out, requested,
+                           typename Table::mesh_type>;
+    (void)final_t(
+        t.mesh(),
+        detail::sizes_from<typename plan::out>(detail::as_expression(i), detail::as_expression(t)),
+        final_t::uninitialized);
+    return detail::take_impl<Dim, OutRules>(t, i);
   }
 }
 

@@ -67,8 +67,9 @@ struct take_plan {
   using lookup_rule = typename lookup_rule_of<table_layout, Dim, lookup_split>::type;
   using ids_on_lookup_mesh_dim =
       std::conditional_t<names_ok, rule_on_mesh_dim_t<ids_layout, lookup_mesh_dim>, no_dim>;
-  // the mesh dims the allreduce runs over: Dim's, or none
+  // the mesh dims the allreduce runs over: Dim's, or none (as an over<> and as a shape<>)
   using reduce_over = std::conditional_t<lookup_split, over<lookup_mesh_dim>, over<>>;
+  using summed_mesh_dims = std::conditional_t<lookup_split, shape<lookup_mesh_dim>, shape<>>;
 
   static constexpr bool ok = names_ok && is_id_type_v<typename Ids::value_type> &&
                              std::is_same_v<conflict, no_dim> &&
