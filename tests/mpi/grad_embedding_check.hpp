@@ -1,4 +1,5 @@
-// Shared by grad_embedding.cpp and grad_embedding_layouts.cpp: the table's gradient of
+// Shared by grad_embedding.cpp, grad_embedding_layouts.cpp and grad_embedding_scattered.cpp
+// (which uses its fixture and check_value_and_gradient only): the table's gradient of
 // take<vocab>(table, ids) (autodiff/embedding.hpp), checked on every mesh shape the rank
 // count allows:
 //   - the traced lookup's value is the plain lookup's, bit for bit;
@@ -65,6 +66,17 @@ inline bool backward_is(const mp::counters& c, unsigned reduce_mask, unsigned ga
   return true;
 }
 
+// check_value_and_gradient(table, out, lookup): out = lookup(trace(table)) is lookup(table)
+// bit for bit, and the table's gradient through lookup matches central differences, linear
+// and through a nonlinearity
+template <class Table, class Out, class Lookup>
+void check_value_and_gradient(const Table& table, const Out& out, const Lookup& lookup) {
+  CHECK_ALL_RANKS(meshpp_test::bit_equal(out.value().local(), lookup(table).local()));
+  check_gradient("linear", table, [&](const auto& t) { return weighted_sum(lookup(t)); });
+  check_gradient("through tanh", table,
+                 [&](const auto& t) { return weighted_sum(mp::tanh(lookup(t))); });
+}
+
 // check_lookup<Table, Ids, OneHot>(m, reduce_mask, gather_mask): every check above for
 // take<vocab>(table, ids), table of type Table, ids of type Ids. The backward allreduces over
 // the mesh dims in reduce_mask; gather_mask is nonzero only for a table that holds whole a dim
@@ -79,16 +91,9 @@ void check_lookup(const Mesh& m, unsigned reduce_mask, unsigned gather_mask = 0)
         id_value(g[mp::index_of_v<IS, batch>], g[mp::index_of_v<IS, seq>]));
   });
   auto lookup = [&](const auto& t) { return mp::take<vocab>(t, ids); };
-
-  // the value: the plain lookup's
   const auto traced_table = mp::trace(table);
   const auto out = lookup(traced_table);
-  CHECK_ALL_RANKS(meshpp_test::bit_equal(out.value().local(), lookup(table).local()));
-
-  // the gradient: central differences, linear and through a nonlinearity
-  check_gradient("linear", table, [&](const auto& t) { return weighted_sum(lookup(t)); });
-  check_gradient("through tanh", table,
-                 [&](const auto& t) { return weighted_sum(mp::tanh(lookup(t))); });
+  check_value_and_gradient(table, out, lookup);
 
   // the communication: one dense allreduce of the table's slice over ids' mesh dims
   using out_t = typename std::remove_cvref_t<decltype(out)>::tensor_type;

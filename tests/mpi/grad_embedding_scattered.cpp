@@ -99,10 +99,7 @@ TEST_CASE("take<vocab, OutRules>: the table's gradient, through the reduce_scatt
 
     const auto traced_table = mp::trace(table);
     const auto out = lookup(traced_table);
-    CHECK_ALL_RANKS(meshpp_test::bit_equal(out.value().local(), lookup(table).local()));
-    check_gradient("linear", table, [&](const auto& t) { return weighted_sum(lookup(t)); });
-    check_gradient("through tanh", table,
-                   [&](const auto& t) { return weighted_sum(mp::tanh(lookup(t))); });
+    check_value_and_gradient(table, out, lookup);
 
     // backward: the gradient allgathered over x into take<vocab>'s layout, then the local
     // scatter-add (ids whole: nothing to sum); the same gradient as take<vocab>'s

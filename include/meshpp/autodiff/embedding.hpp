@@ -7,7 +7,9 @@
 //
 // Forward: exactly take<Dim>(table, ids) of ops/embedding.hpp (a local lookup, then one
 // allreduce of the output over the mesh dim Dim is split over), with its layout rules: ids must
-// be whole along that mesh dim. Backward, given the output's gradient g:
+// be whole along that mesh dim. take<Dim, OutRules> reduce-scatters instead where OutRules
+// split a result dim over that mesh dim; its backward first allgathers the gradient back. Backward,
+// given the output's gradient g:
 //
 //   g[batch/rows, seq, d_model] x ids[batch/rows, seq] |-> [vocab/cols, d_model]
 //       local scatter-add into a zero slice of the table, then allreduce over rows
@@ -110,40 +112,58 @@ auto scatter_add(const G& g, const Ids& ids, const Table& table, unsigned* defer
   return grad;
 }
 
-}  // namespace detail
-
-/// take<Dim>(table, ids) of a traced table (or a variable): the rows of the table along Dim
-/// that the integer tensor ids names, as ops/embedding.hpp computes them, recorded; the
-/// table's gradient is one dense scatter-add and one allreduce of the table's slice over ids'
-/// mesh dims (see above). Ids are plain: integers have no gradient.
-// (Table is not a layout: take<Dim, OutRules> below names one there, and traced<layout> must not
-// be formed to reject this overload.)
-template <class Dim, class Table, class Ids>
-requires is_expression_v<Ids> &&
-    (!is_layout_v<Table>)auto take(const traced<Table>& table, const Ids& ids) {
+// traced_take<Dim, OutRules>(table, ids): the traced take<Dim>(table, ids) (OutRules void) or
+// take<Dim, OutRules>(table, ids), recorded with the table's gradient
+template <class Dim, class OutRules, class Table, class Ids>
+auto traced_take(const traced<Table>& table, const Ids& ids) {
   auto id_tensor = [&] {
     if constexpr (is_tensor_v<Ids>)
       return ids;
     else
       return eval(ids);
   }();
-  using plan = detail::take_plan<Dim, Table, decltype(id_tensor)>;
+  using plan = take_plan<Dim, Table, decltype(id_tensor)>;
+  auto lookup = [](const auto& t, const auto& i) {
+    if constexpr (std::is_void_v<OutRules>)
+      return take<Dim>(t, i);
+    else
+      return take<Dim, OutRules>(t, i);
+  };
   if constexpr (!plan::ok) {
-    take<Dim>(table.value(), id_tensor);  // only its errors, in the plain lookup's words
+    lookup(table.value(), id_tensor);  // only its errors, in the plain lookup's words
   } else {
-    auto y = take<Dim>(table.value(), id_tensor);
     return record(
-        std::move(y),
+        lookup(table.value(), id_tensor),
         [id_tensor = std::move(id_tensor)](const auto&, const auto& g, const auto& t) {
           if (!t.wants_grad()) return;
-          // conformed to the table: free, unless ids split a dim the table shares and holds
-          // whole (then an allgather of the dense stripes over ids' mesh dim)
+          // the gradient conformed to the table: free, unless ids split a dim the table shares
+          // and holds whole (then an allgather of the dense stripes over ids' mesh dim)
           unsigned mask = 0;
-          auto partial = detail::scatter_add<Dim>(g, id_tensor, t.value(), &mask);
-          t.add_partial_grad(std::move(partial), mask);
+          auto send = [&](const auto& gn) {
+            auto partial = scatter_add<Dim>(gn, id_tensor, t.value(), &mask);
+            t.add_partial_grad(std::move(partial), mask);
+          };
+          if constexpr (std::is_void_v<OutRules>)
+            send(g);
+          else  // first back to take<Dim>'s layout: the reduce_scatter's adjoint, an allgather
+            send(relayout<typename plan::out_layout>(g));
         },
         table);
   }
+}
+
+}  // namespace detail
+
+/// take<Dim>(table, ids) of a traced table (or a variable): the rows of the table along Dim
+/// that the integer tensor ids names, as ops/embedding.hpp computes them, recorded; the
+/// table's gradient is one dense scatter-add and one allreduce of the table's slice over ids'
+/// mesh dims (see above). Ids are plain: integers have no gradient. (The empty pack int&...
+/// takes no explicit argument: take<Dim, OutRules>'s layout cannot land in Table and form
+/// traced<layout>, which is a hard error before the constraints are checked under clang.)
+template <class Dim, int&..., class Table, class Ids>
+requires is_expression_v<Ids>
+auto take(const traced<Table>& table, const Ids& ids) {
+  return detail::traced_take<Dim, void>(table, ids);
 }
 
 /// take<Dim, OutRules>(table, ids) of a traced table: the lookup laid out by OutRules (a dim
@@ -154,28 +174,7 @@ requires is_expression_v<Ids> &&
 template <class Dim, class OutRules, class Table, class Ids>
 requires is_layout_v<OutRules> && is_expression_v<Ids>
 auto take(const traced<Table>& table, const Ids& ids) {
-  auto id_tensor = [&] {
-    if constexpr (is_tensor_v<Ids>)
-      return ids;
-    else
-      return eval(ids);
-  }();
-  using plan = detail::take_plan<Dim, Table, decltype(id_tensor)>;
-  if constexpr (!plan::ok) {
-    take<Dim, OutRules>(table.value(), id_tensor);  // only its errors, in the plain lookup's words
-  } else {
-    auto y = take<Dim, OutRules>(table.value(), id_tensor);
-    return record(
-        std::move(y),
-        [id_tensor = std::move(id_tensor)](const auto&, const auto& g, const auto& t) {
-          if (!t.wants_grad()) return;
-          const auto gn = relayout<typename plan::out_layout>(g);
-          unsigned mask = 0;
-          auto partial = detail::scatter_add<Dim>(gn, id_tensor, t.value(), &mask);
-          t.add_partial_grad(std::move(partial), mask);
-        },
-        table);
-  }
+  return detail::traced_take<Dim, OutRules>(table, ids);
 }
 
 }  // namespace meshpp

@@ -25,9 +25,9 @@
 // Why dense: the densifying paper (Cavdar et al., ISC 2019) found that treating the
 // gradient of a lookup as sparse (gathering index/row pairs from every rank) grows memory
 // with the number of ranks, and that one dense allreduce scales. Here the forward lookup
-// sends one dense allreduce of the output's size, whatever the vocabulary size, and the
-// table's gradient is the dense einsum above: one allreduce of the table's stripe over the
-// mesh dims that batch and seq are split over.
+// sends one dense allreduce (or, laid out by OutRules, reduce_scatter) of the output's size,
+// whatever the vocabulary size, and the table's gradient is the dense einsum above: one allreduce
+// of the table's stripe over the mesh dims that batch and seq are split over.
 //
 // Ids out of range (negative, or not below Dim's size) throw meshpp::error on every rank,
 // before any communication of the operation: when ids are replicated every rank sees the
@@ -240,10 +240,10 @@ auto take(const Table& table, const Ids& ids) {
 }
 
 /// take<Dim, OutRules>(table, ids): the same lookup, laid out by OutRules (restricted to the
-/// result's dims). A result dim requested split over the mesh dim the table splits Dim over is
-/// reduce-scattered over it (each rank receives only its stripe of the rows: half the bytes of
-/// the allreduce, and no slice after it); any other difference from take<Dim>'s layout is a
-/// relayout. The model-parallel lookup into a stream split over batch:
+/// result's dims). A result dim that take<Dim> keeps whole and OutRules split over the mesh dim
+/// the table splits Dim over is reduce-scattered over it (each rank receives only its stripe of the
+/// rows: half the bytes of the allreduce, and no slice after it); any other difference from
+/// take<Dim>'s layout is a relayout. The model-parallel lookup into a stream split over batch:
 ///   [vocab/all, d] x ids[batch, seq] -> take<vocab, layout<split<batch, all>>> -> [batch/all, seq,
 ///   d]
 template <class Dim, class OutRules, class Table, class Ids>
@@ -262,13 +262,6 @@ auto take(const Table& table, const Ids& ids) {
   if constexpr (plan::ok) {
     const auto& t = detail::materialized(table);
     const auto& i = detail::materialized(ids);
-    // The requested layout's sizes are checked first, on every rank, before any collective.
-    using final_t = tensor<typename Table::value_type, typename plan::out, requested,
-                           typename Table::mesh_type>;
-    (void)final_t(
-        t.mesh(),
-        detail::sizes_from<typename plan::out>(detail::as_expression(i), detail::as_expression(t)),
-        final_t::uninitialized);
     return detail::take_impl<Dim, OutRules>(t, i);
   }
 }
