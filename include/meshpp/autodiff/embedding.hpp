@@ -132,8 +132,9 @@ auto traced_take(const traced<Table>& table, const Ids& ids) {
   if constexpr (!plan::ok) {
     lookup(table.value(), id_tensor);  // only its errors, in the plain lookup's words
   } else {
+    auto y = lookup(table.value(), id_tensor);  // before the capture below moves the ids
     return record(
-        lookup(table.value(), id_tensor),
+        std::move(y),
         [id_tensor = std::move(id_tensor)](const auto&, const auto& g, const auto& t) {
           if (!t.wants_grad()) return;
           // the gradient conformed to the table: free, unless ids split a dim the table shares
