@@ -63,7 +63,7 @@ class embedding {
   // layer(ids): ids[Ids...] (a plain integer tensor or expression) -> traced [Ids..., Model...]
   template <class Ids>
   auto operator()(const Ids& ids) const {
-    return take<Vocab>(table_, ids);
+    return apply<void>(ids);
   }
 
   // apply<OutRules>(ids): the same, the result laid out by OutRules (void: as above; else

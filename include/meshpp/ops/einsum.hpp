@@ -274,12 +274,6 @@ auto einsum(const A& a, const B& b) {
                 "meshpp::einsum<Out, OutRules>(a, b): the requested output layout puts two dims "
                 "on one mesh dim");
   if constexpr (check::ok) {
-    // The requested layout's sizes are checked first, on every rank, before any collective.
-    using final_t = tensor<std::common_type_t<typename A::value_type, typename B::value_type>, Out,
-                           requested, typename A::mesh_type>;
-    (void)final_t(*detail::as_expression(a).mesh_ptr(),
-                  detail::sizes_from<Out>(detail::as_expression(a), detail::as_expression(b)),
-                  final_t::uninitialized);
     using gather = detail::operand_gather_plan<Out, OutRules, A, B>;
     if constexpr (gather::applies) {
       // the inputs' sizes are checked before the operands move
