@@ -13,12 +13,27 @@ foreach(var COMPILE SOURCE MODE)
   endif()
 endforeach()
 
+# TWINS=<a.cpp;b.cpp...> (MODE=pass): SOURCE is first written as one translation unit of those
+# files, each in a namespace of its own (meshppUnitySource.cmake), and COMPILE compiles it
+if(DEFINED TWINS)
+  if(NOT MODE STREQUAL "pass")
+    message(FATAL_ERROR "meshppCompileFail.cmake: TWINS needs MODE=pass")
+  endif()
+  set(OUTPUT ${SOURCE})
+  set(FILES ${TWINS})
+  include(${CMAKE_CURRENT_LIST_DIR}/meshppUnitySource.cmake)
+endif()
+
 execute_process(
   COMMAND ${COMPILE}
   RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out)
 
 if(MODE STREQUAL "pass")
   if(NOT result EQUAL 0)
+    if(DEFINED TWINS)
+      message(FATAL_ERROR "the twins of ${TWINS} must compile, but their build failed "
+                          "(the messages name the case):\n${out}")
+    endif()
     message(FATAL_ERROR "the twin of ${SOURCE} must compile, but its build failed:\n${out}")
   endif()
   message(STATUS "the twin compiles")
