@@ -48,18 +48,36 @@ xt::xtensor<double, 3> reference(const table_t& table, const Ids& ids) {
 // calls(c, kind): the calls of that kind of collective, over any mesh dims
 std::uint64_t calls(const mp::counters& c, mp::collective kind) { return c.total(kind).calls; }
 
+// check_only_reduce_scattered(m, out, want, natural_values): since the last reset, the counters
+// hold exactly one reduce_scatter, over x (vocab's mesh dim), of the natural result's values,
+// and no other collective; out is the plain lookup's block bit for bit
+template <class Out>
+void check_only_reduce_scattered(const mesh_t& m, const Out& out,
+                                 const xt::xtensor<double, 3>& want, std::uint64_t natural_values) {
+  const auto rs = m.counters().at(mp::collective::reduce_scatter, mesh_t::mask_v<x>);
+  CHECK(rs.calls == 1);
+  CHECK(rs.values == natural_values);
+  CHECK(calls(m.counters(), mp::collective::reduce_scatter) == 1);
+  CHECK(calls(m.counters(), mp::collective::allreduce) == 0);
+  CHECK(calls(m.counters(), mp::collective::allgather) == 0);
+  CHECK(calls(m.counters(), mp::collective::alltoall) == 0);
+  CHECK_ALL_RANKS(meshpp_test::bit_equal(
+      out.local(), meshpp_test::block(want, out.local_offsets(), out.local_shape())));
+}
+
 // backward_calls_are(c, gather_mask, reduce_mask): the counters hold one allgather, over the
-// mesh dims in gather_mask, one allreduce over those in reduce_mask (none when 0), and no
-// other collective
+// mesh dims in gather_mask, one allreduce over those in reduce_mask (none when 0), and no call
+// of any other collective
 bool backward_calls_are(const mp::counters& c, unsigned gather_mask, unsigned reduce_mask) {
-  const bool gathers = calls(c, mp::collective::allgather) == 1 &&
-                       c.at(mp::collective::allgather, gather_mask).calls == 1;
-  const bool reduces = reduce_mask == 0
-                           ? calls(c, mp::collective::allreduce) == 0
-                           : calls(c, mp::collective::allreduce) == 1 &&
-                                 c.at(mp::collective::allreduce, reduce_mask).calls == 1;
-  return gathers && reduces && calls(c, mp::collective::reduce_scatter) == 0 &&
-         calls(c, mp::collective::alltoall) == 0 && calls(c, mp::collective::broadcast) == 0;
+  for (std::size_t k = 0; k < mp::collective_kinds; ++k) {
+    const auto kind = static_cast<mp::collective>(k);
+    const unsigned mask = kind == mp::collective::allreduce   ? reduce_mask
+                          : kind == mp::collective::allgather ? gather_mask
+                                                              : 0;
+    if (mask == 0 ? calls(c, kind) != 0 : calls(c, kind) != 1 || c.at(kind, mask).calls != 1)
+      return false;
+  }
+  return true;
 }
 
 // check_backward<OutRules>(m, table, ids, gather_mask, reduce_mask): take<vocab, OutRules>
@@ -130,8 +148,10 @@ void check_variable_and_layer(const mesh_t& m, const Ids& ids) {
   mp::embedding<double, vocab, mp::shape<d_model>, mesh_t> embed(m, sizes, 3, "embed");
   static_assert(std::is_same_v<decltype(embed)::table_type, table_t>);
   check_lookup_of(embed.table(), embed.apply<OutRules>(ids), "embedding::apply");
-  // the layer's call is take<vocab>: its value is the plain lookup's
+  // the layer's call is take<vocab>: traced, in take<vocab>'s layout, the plain lookup's value
   const auto plain = embed(ids);
+  static_assert(std::is_same_v<typename std::remove_cvref_t<decltype(plain)>::tensor_type,
+                               decltype(mp::take<vocab>(embed.table().value(), ids))>);
   CHECK_ALL_RANKS(meshpp_test::bit_equal(plain.value().local(),
                                          mp::take<vocab>(embed.table().value(), ids).local()));
 }
@@ -151,17 +171,10 @@ TEST_CASE("take<vocab, OutRules>: a result dim on vocab's mesh dim is reduce-sca
     using scattered = mp::layout<mp::split<batch, x>, mp::split<d_model, y>>;
     m.counters().reset();
     const auto a = mp::take<vocab, scattered>(table, ids);
-    const auto rs = m.counters().at(mp::collective::reduce_scatter, mesh_t::mask_v<x>);
     static_assert(std::is_same_v<std::remove_cvref_t<decltype(a)>::layout_type, scattered>);
-    CHECK(rs.calls == 1);
-    CHECK(rs.values == natural_values);
+    check_only_reduce_scattered(m, a, want, natural_values);
+    const auto rs = m.counters().at(mp::collective::reduce_scatter, mesh_t::mask_v<x>);
     if (B % p == 0) CHECK(rs.bytes_sent == (p - 1) * natural_values * sizeof(double) / p);
-    CHECK(calls(m.counters(), mp::collective::reduce_scatter) == 1);
-    CHECK(calls(m.counters(), mp::collective::allreduce) == 0);
-    CHECK(calls(m.counters(), mp::collective::allgather) == 0);
-    CHECK(calls(m.counters(), mp::collective::alltoall) == 0);
-    CHECK_ALL_RANKS(meshpp_test::bit_equal(
-        a.local(), meshpp_test::block(want, a.local_offsets(), a.local_shape())));
 
     // seq on x, d_model requested whole: the reduce_scatter, then d_model allgathered over y
     using seq_on_x = mp::layout<mp::split<seq, x>>;
@@ -234,23 +247,20 @@ TEST_CASE("take<vocab, OutRules>: ids split over z, seq requested on vocab's mes
     m.counters().reset();
     const auto a = mp::take<vocab, seq_on_x>(table, ids);
     static_assert(std::is_same_v<std::remove_cvref_t<decltype(a)>::layout_type, seq_on_x>);
-    const auto rs = m.counters().at(mp::collective::reduce_scatter, mesh_t::mask_v<x>);
-    CHECK(rs.calls == 1);
-    CHECK(rs.values == natural_values);
-    CHECK(calls(m.counters(), mp::collective::reduce_scatter) == 1);
-    CHECK(calls(m.counters(), mp::collective::allreduce) == 0);
-    CHECK(calls(m.counters(), mp::collective::allgather) == 0);
-    CHECK(calls(m.counters(), mp::collective::alltoall) == 0);
-    CHECK_ALL_RANKS(meshpp_test::bit_equal(
-        a.local(), meshpp_test::block(want, a.local_offsets(), a.local_shape())));
+    check_only_reduce_scattered(m, a, want, natural_values);
 
-    // seq on x and the rest whole: the reduce_scatter, then batch and d_model gathered
+    // seq on x and the rest whole: the reduce_scatter, then batch gathered over z and d_model
+    // over y (relayout.hpp: one allgather a mesh dim)
     using only_seq_on_x = mp::layout<mp::split<seq, x>>;
     m.counters().reset();
     const auto b = mp::take<vocab, only_seq_on_x>(table, ids);
     CHECK(m.counters().at(mp::collective::reduce_scatter, mesh_t::mask_v<x>).calls == 1);
     CHECK(calls(m.counters(), mp::collective::reduce_scatter) == 1);
     CHECK(calls(m.counters(), mp::collective::allreduce) == 0);
+    CHECK(m.counters().at(mp::collective::allgather, mesh_t::mask_v<z>).calls == 1);
+    CHECK(m.counters().at(mp::collective::allgather, mesh_t::mask_v<y>).calls == 1);
+    CHECK(calls(m.counters(), mp::collective::allgather) == 2);
+    CHECK(calls(m.counters(), mp::collective::alltoall) == 0);
     CHECK_ALL_RANKS(meshpp_test::bit_equal(
         b.local(), meshpp_test::block(want, b.local_offsets(), b.local_shape())));
 
