@@ -6,7 +6,8 @@
 #            The regexes match g++ and clang alike: g++ prints `shape<batch> >` where clang
 #            prints `shape<batch>>`, so a closing `> >` is written `> ?>`.
 # MODE=pass: COMPILE (the same file with MESHPP_COMPILE_FAIL_TWIN defined) must succeed, so
-#            a case cannot pass because the harness is broken.
+#            a case cannot pass because the harness is broken. With -DTWINS=<a.cpp;b.cpp...>,
+#            SOURCE is first written as one translation unit of those files' twins (below).
 foreach(var COMPILE SOURCE MODE)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "meshppCompileFail.cmake: ${var} is not set")
