@@ -80,9 +80,34 @@ inline std::string maker_argument_text(const maker_argument& a, std::uint64_t bi
   }
 }
 
+// agree_on_arguments(world, who, all, dims, sizes_text, sizes): the collective behind
+// agree_on_making, out of its template: max(v) and max(~v) (= ~min(v)) of each number in one
+// allreduce over world; throws naming the first that differs. all's first `dims` entries are
+// sizes of dims; sizes_text(sizes) prints this rank's sizes for the message.
+inline void agree_on_arguments(MPI_Comm world, const char* who,
+                               const std::vector<maker_argument>& all, std::size_t dims,
+                               std::string (*sizes_text)(const void*), const void* sizes) {
+  std::vector<std::uint64_t> most;
+  most.reserve(2 * all.size());
+  for (const maker_argument& a : all) {
+    most.push_back(a.bits);
+    most.push_back(~a.bits);
+  }
+  detail::allreduce_values(world, most.data(), most.size(), MPI_MAX, who);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (most[2 * i] == ~most[2 * i + 1]) continue;
+    const bool is_dim = i < dims;
+    throw error(std::string("meshpp::") + who + ": the ranks disagree on " +
+                (is_dim ? "the size of dim '" : "the ") + std::string(all[i].name) +
+                (is_dim ? "'" : "") + " (from " + maker_argument_text(all[i], ~most[2 * i + 1]) +
+                " to " + maker_argument_text(all[i], most[2 * i]) +
+                "; this rank: " + sizes_text(sizes) + "): every rank must make the same tensor");
+  }
+}
+
 // agree_on_making<Tensor>(m, who, sizes, arguments): collective over the mesh's ranks; throws
 // meshpp::error on every rank if they passed the maker `who` different sizes for Tensor's
-// dims or different arguments. max(v) and max(~v) (= ~min(v)) of each number in one allreduce.
+// dims or different arguments (agree_on_arguments)
 template <class Tensor, class... E>
 void agree_on_making(const typename Tensor::mesh_type& m, const char* who,
                      const extents<E...>& sizes, std::initializer_list<maker_argument> arguments) {
@@ -97,23 +122,10 @@ void agree_on_making(const typename Tensor::mesh_type& m, const char* who,
   }(static_cast<typename Tensor::shape_type*>(nullptr));
   const std::size_t dims = all.size();
   all.insert(all.end(), arguments.begin(), arguments.end());
-  std::vector<std::uint64_t> mine, most(2 * all.size());
-  for (const maker_argument& a : all) {
-    mine.push_back(a.bits);
-    mine.push_back(~a.bits);
-  }
-  most = mine;
   if (m.planning()) return;  // one rank, no one to disagree with
-  detail::allreduce_values(MPI_Comm(m.world()), most.data(), most.size(), MPI_MAX, who);
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    if (most[2 * i] == ~most[2 * i + 1]) continue;
-    const bool is_dim = i < dims;
-    throw error(std::string("meshpp::") + who + ": the ranks disagree on " +
-                (is_dim ? "the size of dim '" : "the ") + std::string(all[i].name) +
-                (is_dim ? "'" : "") + " (from " + maker_argument_text(all[i], ~most[2 * i + 1]) +
-                " to " + maker_argument_text(all[i], most[2 * i]) +
-                "; this rank: " + to_string(sizes) + "): every rank must make the same tensor");
-  }
+  agree_on_arguments(
+      MPI_Comm(m.world()), who, all, dims,
+      [](const void* s) { return to_string(*static_cast<const extents<E...>*>(s)); }, &sizes);
 }
 
 // for_each_element(t, f): f(element&, global index, global row-major linear index) for

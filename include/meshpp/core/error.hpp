@@ -1,8 +1,13 @@
-// meshpp/core/error.hpp — the one exception type meshpp throws for bad input.
+// meshpp/core/error.hpp — the one exception type meshpp throws for bad input, and the one
+// out-of-line function that builds and throws its messages.
 #pragma once
 
+#include <concepts>
+#include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace meshpp {
 
@@ -14,5 +19,43 @@ class error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
+
+namespace detail {
+// message_part: one piece of an error message, text or a whole number, held without copying
+struct message_part {
+  // NOLINTBEGIN(google-explicit-constructor,hicpp-explicit-conversions): parts are written
+  // as a braced list of plain values, {"dim '", D::name(), "': ", n}
+  message_part(std::string_view t) : text(t) {}
+  message_part(const char* t) : text(t) {}
+  message_part(const std::string& t) : text(t) {}
+  template <std::signed_integral I>
+  requires(!std::same_as<I, bool>) message_part(I n)
+      : number(static_cast<std::uint64_t>(n)), as(kind::signed_number) {}
+  template <std::unsigned_integral I>
+  requires(!std::same_as<I, bool>) message_part(I n) : number(n), as(kind::unsigned_number) {}
+  // NOLINTEND(google-explicit-constructor,hicpp-explicit-conversions)
+  std::string_view text;
+  enum class kind { text, signed_number, unsigned_number };
+  std::uint64_t number = 0;
+  kind as = kind::text;
+};
+
+// fail({parts...}): throws meshpp::error with the parts joined. Checks inside templates call
+// this instead of building the message in place: one copy of the string-building code for the
+// whole program, where `throw error(std::string(...) + ...)` emitted it (with its exception
+// cleanups) into every instantiation, and made most of the code of the checks themselves.
+[[noreturn, gnu::cold, gnu::noinline]] inline void fail(std::initializer_list<message_part> parts) {
+  std::string message;
+  for (const message_part& p : parts) {
+    if (p.as == message_part::kind::signed_number)
+      message += std::to_string(static_cast<std::int64_t>(p.number));
+    else if (p.as == message_part::kind::unsigned_number)
+      message += std::to_string(p.number);
+    else
+      message += p.text;
+  }
+  throw error(message);
+}
+}  // namespace detail
 
 }  // namespace meshpp

@@ -146,16 +146,15 @@ void assign_expression(Dest& dest, const E& expression) {
   if constexpr (same_dims_v<S, typename E::shape_type> &&
                 std::is_same_v<typename Dest::mesh_type, typename E::mesh_type>) {
     if (!(dest.mesh() == *e.mesh_ptr())) {
-      throw error(
-          "meshpp::assign_expression(dest, e) (dest = e): dest and e live on different "
-          "meshes");
+      detail::fail({"meshpp::assign_expression(dest, e) (dest = e): dest and e live on different ",
+                    "meshes"});
     }
     detail::for_each_index<S::rank>([&](auto i) {
       using d = dim_at_t<S, i.value>;
       if (dest.template extent<d>() != e.template size<d>()) {
-        throw error("meshpp: assigning an expression whose dim '" + std::string(d::name()) +
-                    "' has size " + std::to_string(e.template size<d>()) +
-                    " to a tensor where it has size " + std::to_string(dest.template extent<d>()));
+        detail::fail({"meshpp: assigning an expression whose dim '", d::name(), "' has size ",
+                      e.template size<d>(), " to a tensor where it has size ",
+                      dest.template extent<d>()});
       }
     });
     dest.mesh().counters().streamed([&] { return e.bytes_read(); });

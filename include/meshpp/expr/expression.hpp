@@ -201,8 +201,8 @@ class function_expr : public expression_node {
       std::apply(
           [&](const auto&... a) {
             ((a.mesh_ptr() && !(*static_cast<const mesh_type*>(a.mesh_ptr()) == *m)
-                  ? throw error("meshpp: the operands of a component-wise operation live on "
-                                "different meshes")
+                  ? detail::fail({"meshpp: the operands of a component-wise operation live on ",
+                                  "different meshes"})
                   : void()),
              ...);
           },
@@ -213,11 +213,8 @@ class function_expr : public expression_node {
   static void check_size(const A& a, std::size_t expected) {
     if constexpr (contains_v<typename A::shape_type, D>) {
       if (a.template size<D>() != expected) {
-        throw error(
-            "meshpp: the operands of a component-wise operation disagree on the size "
-            "of dim '" +
-            std::string(D::name()) + "': " + std::to_string(expected) + " and " +
-            std::to_string(a.template size<D>()));
+        detail::fail({"meshpp: the operands of a component-wise operation disagree on the ",
+                      "size of dim '", D::name(), "': ", expected, " and ", a.template size<D>()});
       }
     }
   }

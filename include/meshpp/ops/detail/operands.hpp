@@ -19,15 +19,12 @@ namespace meshpp::detail {
 // or "... disagree on the size of dim 'd'", on every rank alike, before any communication
 template <class Shared, class XA, class XB>
 void check_operands(std::string_view what, std::string_view operands, const XA& a, const XB& b) {
-  if (!(*a.mesh_ptr() == *b.mesh_ptr()))
-    throw error(std::string(what) + ": " + std::string(operands) + " live on different meshes");
+  if (!(*a.mesh_ptr() == *b.mesh_ptr())) fail({what, ": ", operands, " live on different meshes"});
   for_each_index<Shared::rank>([&](auto i) {
     using d = dim_at_t<Shared, i.value>;
     if (a.template size<d>() != b.template size<d>()) {
-      throw error(std::string(what) + ": " + std::string(operands) +
-                  " disagree on the size of dim '" + std::string(d::name()) +
-                  "': " + std::to_string(a.template size<d>()) + " and " +
-                  std::to_string(b.template size<d>()));
+      fail({what, ": ", operands, " disagree on the size of dim '", d::name(),
+            "': ", a.template size<d>(), " and ", b.template size<d>()});
     }
   });
 }
