@@ -17,6 +17,7 @@
 #include <new>
 #include <type_traits>
 
+#include "meshpp/core/detail/huge_pages.hpp"
 #include "meshpp/core/detail/row_major.hpp"
 #include "meshpp/core/detail/traverse.hpp"
 
@@ -36,14 +37,14 @@ void copy_box(const T* src, const std::array<std::size_t, N>& src_shape,
 
 /// Scratch memory for data about to be overwritten whole (packed blocks, received blocks):
 /// unlike std::vector it does not zero what it allocates, which would be one more pass over
-/// memory on every collective.
+/// memory on every collective; a large one is asked for 2 MiB pages (detail/huge_pages.hpp).
 template <class T>
 class scratch {
  public:
   scratch() = default;
-  explicit scratch(std::size_t n) : data_(n ? new T[n] : nullptr), size_(n) {}
+  explicit scratch(std::size_t n) : data_(allocate(n)), size_(n) {}
   void resize(std::size_t n) {
-    if (n > size_) data_.reset(new T[n]);
+    if (n > size_) data_.reset(allocate(n));
     size_ = n;
   }
   T* data() { return data_.get(); }
@@ -51,6 +52,12 @@ class scratch {
   std::size_t size() const { return size_; }
 
  private:
+  static T* allocate(std::size_t n) {
+    if (n == 0) return nullptr;
+    T* p = new T[n];
+    advise_huge_pages(p, n * sizeof(T));
+    return p;
+  }
   std::unique_ptr<T[]> data_;
   std::size_t size_ = 0;
 };
@@ -75,6 +82,7 @@ T* staging(std::size_t n) {
     size = 0;
     buffer.reset(static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{64})));
     size = n;
+    advise_huge_pages(buffer.get(), n * sizeof(T));
   }
   return buffer.get();
 }

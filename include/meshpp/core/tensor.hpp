@@ -21,6 +21,7 @@
 #include <xtensor/xtensor.hpp>
 
 #include "meshpp/core/detail/divides.hpp"
+#include "meshpp/core/detail/huge_pages.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/layout.hpp"
@@ -132,6 +133,8 @@ class tensor {
         offsets_(block_at(m.coordinates()).first),
         local_(block_at(m.coordinates()).second) {
     mesh_.counters().made(local_.size() * sizeof(T), [this] { return layout_record(); });
+    // before the slice's first write: a large one is mapped in 2 MiB pages
+    detail::advise_huge_pages(local_.data(), local_.size() * sizeof(T));
   }
 
   /// Evaluates a named expression (see expr/) into a new tensor, in one fused pass. The

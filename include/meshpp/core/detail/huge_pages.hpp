@@ -1,0 +1,47 @@
+// meshpp/core/detail/huge_pages.hpp — detail: asking Linux to back large buffers with 2 MiB
+// pages before they are first written.
+//
+// A buffer of many MiB freshly allocated (a tensor's slice, a collective's staging buffer)
+// is mapped page by page as it is first written: one page fault per 4 KiB. Under a hypervisor
+// a fault is costly: on the Debian 12 VMs meshpp is measured on, writing 64 MiB of fresh
+// memory took 190 ms with 4 KiB pages and 12 ms with 2 MiB pages (memset after malloc), and
+// an allgather relayout of a 4096 x 4096 float matrix over 2 ranks spent most of its 650 ms
+// in faults. Where transparent huge pages are enabled for "madvise" (Debian's default), the
+// kernel maps a region in 2 MiB pages only if asked; advise_huge_pages asks, for the whole
+// 2 MiB pages inside [p, p + bytes), before anything touches them.
+//
+// It is advice: a kernel without it, or a region already touched, keeps its small pages, and
+// the values are the same either way. Off with -DMESHPP_HUGE_PAGES=0.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#ifndef MESHPP_HUGE_PAGES
+#define MESHPP_HUGE_PAGES 1
+#endif
+
+#if MESHPP_HUGE_PAGES && defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+namespace meshpp::detail {
+
+// Buffers smaller than this are left alone: they hold at most one whole 2 MiB page, and the
+// allocator often reuses their memory, already mapped.
+inline constexpr std::size_t huge_page_threshold = std::size_t{4} << 20;
+
+// advise_huge_pages(p, bytes): see the top of this file
+inline void advise_huge_pages([[maybe_unused]] void* p, [[maybe_unused]] std::size_t bytes) {
+#if MESHPP_HUGE_PAGES && defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (bytes < huge_page_threshold) return;
+  constexpr std::size_t page = std::size_t{2} << 20;
+  // the whole pages inside: from the first page boundary at or after p
+  const std::size_t skip = (page - reinterpret_cast<std::uintptr_t>(p) % page) % page;
+  const std::size_t length = bytes > skip ? (bytes - skip) / page * page : 0;
+  // Advice only: where it fails (no transparent huge pages), the small pages serve as before.
+  if (length > 0) (void)::madvise(static_cast<char*>(p) + skip, length, MADV_HUGEPAGE);
+#endif
+}
+
+}  // namespace meshpp::detail
