@@ -1,17 +1,24 @@
 // tensor<T, Shape, Layout, Mesh>: the slice each rank holds under split and replicated
 // layouts, the creation functions, and describe(). Runs at any rank count: the meshes are
 // built from the communicator's size and every size below divides by 1, 2 and 4.
+#include <meshpp/core/blocks.hpp>
 #include <meshpp/core/create.hpp>
 #include <meshpp/core/tensor.hpp>
 #include <meshpp/expr/evaluate.hpp>  // tensor-to-tensor conversions
+#include <meshpp/expr/functions.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <type_traits>
+
+#include <sys/mman.h>
 
 #include <boost/mpi/collectives/all_reduce.hpp>
 #include <xtensor/xbuilder.hpp>
@@ -57,6 +64,30 @@ void dirty_the_heap(std::size_t bytes) {
     std::memset(p, 0x5a, bytes);
     std::free(p);
   }
+}
+
+// huge_page_advice(p, n): whether the kernel holds the advice MADV_HUGEPAGE for the mapping
+// that contains the middle of the n values at p (the advice covers the whole 2 MiB pages of a
+// buffer, which always include its middle when it spans 4 MiB or more) (flag "hg" among its VmFlags
+// in /proc/self/smaps); false where no mapping or no VmFlags line is found
+template <class T>
+bool huge_page_advice(const T* p, std::size_t n) {
+  const auto at = reinterpret_cast<std::uintptr_t>(p + n / 2);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    std::uintptr_t begin = 0, end = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    // a mapping's first line: "begin-end perms offset ..." in hex
+    if (head >> std::hex >> begin >> dash >> end && dash == '-' && line.find(':') > 12) {
+      inside = begin <= at && at < end;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return (line + " ").find(" hg ") != std::string::npos;
+    }
+  }
+  return false;
 }
 }  // namespace
 
@@ -294,4 +325,38 @@ TEST_CASE("a tensor assigned to a tensor of another dim order or type transposes
   CHECK_ALL_RANKS(same);
   CHECK(mesh.counters().total(mp::collective::alltoall).calls == 0);   // no communication
   CHECK(mesh.counters().total(mp::collective::allgather).calls == 3);  // the three gathers
+}
+
+// A large slice, scratch buffer or staging buffer asks for 2 MiB pages before its first write
+// (core/detail/huge_pages.hpp): what is checked is the kernel's record of the advice, not
+// whether it found free huge pages. Where the kernel has no transparent huge pages (no
+// /sys/kernel/mm/transparent_hugepage), madvise refuses and there is nothing to check.
+TEST_CASE("large slices and buffers are advised to use huge pages; small ones are not") {
+  if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+    MESSAGE("no transparent huge pages in this kernel: advice not checked");
+    return;
+  }
+  using mesh_t = mp::mesh<mp::axes<all>>;
+  const mesh_t mesh({world().size()});
+  // 1024 x 2048 floats, replicated: 8 MiB on every rank
+  const auto big = mp::full<float, a, b>(mesh, mp::extents{a{} = 1024, b{} = 2048}, 1.5f);
+  CHECK(huge_page_advice(big.local().data(), big.local().size()));
+  CHECK(big.local()(1023, 2047) == 1.5f);
+  // an evaluated expression's result: the uninitialized constructor
+  const auto twice = mp::eval(big * 2.0f);
+  CHECK(huge_page_advice(twice.local().data(), twice.local().size()));
+  CHECK(twice.local()(0, 0) == 3.0f);
+  const std::size_t n = std::size_t{1} << 20;  // 8 MiB of doubles
+  mp::detail::scratch<double> buffer(n);
+  CHECK(huge_page_advice(buffer.data(), n));
+  struct staging_use {};
+  CHECK(huge_page_advice(mp::detail::staging<double, staging_use>(n), n));
+  // below the 4 MiB threshold, nothing: checked on a mapping made for it alone (malloc may put
+  // a small buffer inside memory advised for a large one before)
+  const std::size_t small = std::size_t{2} << 20;
+  void* p = ::mmap(nullptr, small, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(p != MAP_FAILED);
+  mp::detail::advise_huge_pages(p, small);
+  CHECK_FALSE(huge_page_advice(static_cast<const char*>(p), small));
+  ::munmap(p, small);
 }
