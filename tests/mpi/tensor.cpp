@@ -3,6 +3,7 @@
 // built from the communicator's size and every size below divides by 1, 2 and 4.
 #include <meshpp/core/blocks.hpp>
 #include <meshpp/core/create.hpp>
+#include <meshpp/core/detail/huge_pages.hpp>
 #include <meshpp/core/tensor.hpp>
 #include <meshpp/expr/evaluate.hpp>  // tensor-to-tensor conversions
 #include <meshpp/expr/functions.hpp>
@@ -329,34 +330,41 @@ TEST_CASE("a tensor assigned to a tensor of another dim order or type transposes
 
 // A large slice, scratch buffer or staging buffer asks for 2 MiB pages before its first write
 // (core/detail/huge_pages.hpp): what is checked is the kernel's record of the advice, not
-// whether it found free huge pages. Where the kernel has no transparent huge pages (no
-// /sys/kernel/mm/transparent_hugepage), madvise refuses and there is nothing to check.
+// whether it found free huge pages. Each buffer is larger than 32 MiB, the most that
+// mp::environment has malloc serve from its heap, so it is a mapping of its own, made for it:
+// advice it carries is its own call site's, not left on reused memory by an earlier buffer.
+// Where the kernel has no transparent huge pages, madvise refuses and there is nothing to
+// check; built with MESHPP_HUGE_PAGES=0, nothing is advised.
 TEST_CASE("large slices and buffers are advised to use huge pages; small ones are not") {
-  if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
-    MESSAGE("no transparent huge pages in this kernel: advice not checked");
+  if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled") || !MESHPP_HUGE_PAGES) {
+    MESSAGE("no transparent huge pages, or MESHPP_HUGE_PAGES=0: advice not checked");
     return;
   }
   using mesh_t = mp::mesh<mp::axes<all>>;
   const mesh_t mesh({world().size()});
-  // 1024 x 2048 floats, replicated: 8 MiB on every rank
-  const auto big = mp::full<float, a, b>(mesh, mp::extents{a{} = 1024, b{} = 2048}, 1.5f);
+  // 4096 x 2304 floats, replicated: 36 MiB on every rank
+  const auto big = mp::full<float, a, b>(mesh, mp::extents{a{} = 4096, b{} = 2304}, 1.5f);
   CHECK(huge_page_advice(big.local().data(), big.local().size()));
-  CHECK(big.local()(1023, 2047) == 1.5f);
+  CHECK(big.local()(4095, 2303) == 1.5f);
   // an evaluated expression's result: the uninitialized constructor
   const auto twice = mp::eval(big * 2.0f);
   CHECK(huge_page_advice(twice.local().data(), twice.local().size()));
   CHECK(twice.local()(0, 0) == 3.0f);
-  const std::size_t n = std::size_t{1} << 20;  // 8 MiB of doubles
+  const std::size_t n = std::size_t{9} << 19;  // 36 MiB of doubles
   mp::detail::scratch<double> buffer(n);
   CHECK(huge_page_advice(buffer.data(), n));
   struct staging_use {};
   CHECK(huge_page_advice(mp::detail::staging<double, staging_use>(n), n));
-  // below the 4 MiB threshold, nothing: checked on a mapping made for it alone (malloc may put
-  // a small buffer inside memory advised for a large one before)
-  const std::size_t small = std::size_t{2} << 20;
-  void* p = ::mmap(nullptr, small, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // below the 4 MiB threshold, nothing, though the range holds a whole 2 MiB page: 4 MiB less
+  // one small page from a 2 MiB boundary, in a mapping made for it
+  constexpr std::size_t huge = std::size_t{2} << 20;
+  const std::size_t mapped = 3 * huge;
+  void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   REQUIRE(p != MAP_FAILED);
-  mp::detail::advise_huge_pages(p, small);
-  CHECK_FALSE(huge_page_advice(static_cast<const char*>(p), small));
-  ::munmap(p, small);
+  char* boundary =
+      static_cast<char*>(p) + (huge - reinterpret_cast<std::uintptr_t>(p) % huge) % huge;
+  const std::size_t small = 2 * huge - 4096;
+  mp::detail::advise_huge_pages(boundary, small);
+  CHECK_FALSE(huge_page_advice(boundary, small));
+  ::munmap(p, mapped);
 }

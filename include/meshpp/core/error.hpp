@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace meshpp {
 
@@ -21,19 +22,25 @@ class error : public std::invalid_argument {
 };
 
 namespace detail {
+// whole_number<I>: an integer type that is not bool or a character type (those print as
+// themselves, not as numbers)
+template <class I>
+concept whole_number =
+    std::integral<I> && !std::same_as<I, bool> && !std::same_as<I, char> &&
+    !std::same_as<I, signed char> && !std::same_as<I, unsigned char> && !std::same_as<I, wchar_t> &&
+    !std::same_as<I, char8_t> && !std::same_as<I, char16_t> && !std::same_as<I, char32_t>;
+
 // message_part: one piece of an error message, text or a whole number, held without copying
+// (so only for the call that joins them: fail below)
 struct message_part {
-  // NOLINTBEGIN(google-explicit-constructor,hicpp-explicit-conversions): parts are written
-  // as a braced list of plain values, {"dim '", D::name(), "': ", n}
+  // implicit: parts are written as a braced list of plain values, {"dim '", D::name(), "': ", n}
   message_part(std::string_view t) : text(t) {}
   message_part(const char* t) : text(t) {}
   message_part(const std::string& t) : text(t) {}
-  template <std::signed_integral I>
-  requires(!std::same_as<I, bool>) message_part(I n)
-      : number(static_cast<std::uint64_t>(n)), as(kind::signed_number) {}
-  template <std::unsigned_integral I>
-  requires(!std::same_as<I, bool>) message_part(I n) : number(n), as(kind::unsigned_number) {}
-  // NOLINTEND(google-explicit-constructor,hicpp-explicit-conversions)
+  template <whole_number I>
+  message_part(I n)
+      : number(static_cast<std::uint64_t>(n)),
+        as(std::is_signed_v<I> ? kind::signed_number : kind::unsigned_number) {}
   std::string_view text;
   enum class kind { text, signed_number, unsigned_number };
   std::uint64_t number = 0;

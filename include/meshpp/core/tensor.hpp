@@ -133,7 +133,7 @@ class tensor {
         offsets_(block_at(m.coordinates()).first),
         local_(block_at(m.coordinates()).second) {
     mesh_.counters().made(local_.size() * sizeof(T), [this] { return layout_record(); });
-    // before the slice's first write: a large one is mapped in 2 MiB pages
+    // before the slice's first write: a large one asks to be mapped in 2 MiB pages
     detail::advise_huge_pages(local_.data(), local_.size() * sizeof(T));
   }
 

@@ -10,8 +10,13 @@
 // kernel maps a region in 2 MiB pages only if asked; advise_huge_pages asks, for the whole
 // 2 MiB pages inside [p, p + bytes), before anything touches them.
 //
-// It is advice: a kernel without it, or a region already touched, keeps its small pages, and
-// the values are the same either way. Off with -DMESHPP_HUGE_PAGES=0.
+// It is advice, and the values are the same either way: a kernel without transparent huge
+// pages ignores it; pages already touched stay small until the kernel's khugepaged may merge
+// them in the background. Its cost: where the kernel's defrag setting is "madvise" (Debian's
+// default), a fault in an advised region with no free 2 MiB page at hand compacts memory
+// first, which can stall on a machine whose memory is fragmented. Off with
+// -DMESHPP_HUGE_PAGES=0, defined alike for every translation unit of a program (a target's
+// compile definitions: this function is inline, and must be the same everywhere).
 #pragma once
 
 #include <cstddef>
