@@ -67,10 +67,10 @@ void dirty_the_heap(std::size_t bytes) {
   }
 }
 
-// huge_page_advice(p, n): whether the kernel holds the advice MADV_HUGEPAGE for the mapping
-// that contains the middle of the n values at p (the advice covers the whole 2 MiB pages of a
-// buffer, which always include its middle when it spans 4 MiB or more) (flag "hg" among its VmFlags
-// in /proc/self/smaps); false where no mapping or no VmFlags line is found
+// huge_page_advice(p, n): whether the kernel holds the advice MADV_HUGEPAGE (flag "hg" among
+// its VmFlags in /proc/self/smaps) for the mapping that contains the middle of the n values at
+// p (the advice covers the whole 2 MiB pages of a buffer, which always include its middle when
+// it spans 4 MiB or more); false where no mapping or no VmFlags line is found
 template <class T>
 bool huge_page_advice(const T* p, std::size_t n) {
   const auto at = reinterpret_cast<std::uintptr_t>(p + n / 2);
@@ -355,15 +355,15 @@ TEST_CASE("large slices and buffers are advised to use huge pages; small ones ar
   CHECK(huge_page_advice(buffer.data(), n));
   struct staging_use {};
   CHECK(huge_page_advice(mp::detail::staging<double, staging_use>(n), n));
-  // below the 4 MiB threshold, nothing, though the range holds a whole 2 MiB page: 4 MiB less
+  // below the 32 MiB threshold, nothing, though the range holds whole 2 MiB pages: 32 MiB less
   // one small page from a 2 MiB boundary, in a mapping made for it
   constexpr std::size_t huge = std::size_t{2} << 20;
-  const std::size_t mapped = 3 * huge;
+  const std::size_t mapped = 17 * huge;
   void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   REQUIRE(p != MAP_FAILED);
   char* boundary =
       static_cast<char*>(p) + (huge - reinterpret_cast<std::uintptr_t>(p) % huge) % huge;
-  const std::size_t small = 2 * huge - 4096;
+  const std::size_t small = 16 * huge - 4096;
   mp::detail::advise_huge_pages(boundary, small);
   CHECK_FALSE(huge_page_advice(boundary, small));
   ::munmap(p, mapped);

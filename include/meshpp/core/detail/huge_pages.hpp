@@ -32,9 +32,13 @@
 
 namespace meshpp::detail {
 
-// Buffers smaller than this are left alone: they hold at most one whole 2 MiB page, and the
-// allocator often reuses their memory, already mapped.
-inline constexpr std::size_t huge_page_threshold = std::size_t{4} << 20;
+// Buffers smaller than this are left alone. Below 32 MiB, malloc (as mp::environment sets it,
+// core/environment.hpp) serves a buffer from its heap and reuses that memory for the next
+// one, so a training step's temporaries are faulted in once, not every step; advised, they
+// made the Transformer's step (bench/transformer, 8 MiB attention scores) 15-20% slower here,
+// in user time, not in faults (cache conflicts of power-of-two strides in 2 MiB pages are a
+// likely cause; not run down). From 32 MiB up, malloc maps every buffer afresh.
+inline constexpr std::size_t huge_page_threshold = std::size_t{32} << 20;
 
 // advise_huge_pages(p, bytes): see the top of this file
 inline void advise_huge_pages([[maybe_unused]] void* p, [[maybe_unused]] std::size_t bytes) {
