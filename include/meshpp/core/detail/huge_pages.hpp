@@ -35,9 +35,9 @@ namespace meshpp::detail {
 // Buffers smaller than this are left alone. Below 32 MiB, malloc (as mp::environment sets it,
 // core/environment.hpp) serves a buffer from its heap and reuses that memory for the next
 // one, so a training step's temporaries are faulted in once, not every step; advised, they
-// made the Transformer's step (bench/transformer, 8 MiB attention scores) 15-20% slower here,
-// in user time, not in faults (cache conflicts of power-of-two strides in 2 MiB pages are a
-// likely cause; not run down). From 32 MiB up, malloc maps every buffer afresh.
+// made the Transformer's step (bench/transformer, 8 MiB attention scores) 17-22% slower here,
+// in user time, not in faults (cache conflicts of power-of-two strides in 2 MiB pages may be a
+// cause; not run down). From 32 MiB up, malloc maps every buffer afresh.
 inline constexpr std::size_t huge_page_threshold = std::size_t{32} << 20;
 
 // advise_huge_pages(p, bytes): see the top of this file
