@@ -20,6 +20,7 @@
 #include <array>
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "meshpp/core/config.hpp"
@@ -82,6 +83,20 @@ struct assignable_layout<DestLayout, ExprLayout, shape<Dims...>> {
 }  // namespace detail
 
 namespace detail {
+// agree_assigned_sizes(dest, e, in_e, n, names): the n dims of a destination (sizes dest, names
+// names) have the sizes of the same dims of the expression (sizes e, dim i at e[in_e[i]]); one
+// function for every assignment, not a template of its types
+inline void agree_assigned_sizes(const std::size_t* dest, const std::size_t* e, const int* in_e,
+                                 std::size_t n, const std::string_view* names) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t got = e[in_e[i]];
+    if (dest[i] != got) {
+      fail({"meshpp: assigning an expression whose dim '", names[i], "' has size ", got,
+            " to a tensor where it has size ", dest[i]});
+    }
+  }
+}
+
 // evaluate_into(e, fr, out): writes e over the region fr, in fr's dim order, row-major and
 // contiguous, to out. The one fused pass behind every evaluation.
 //
@@ -149,14 +164,9 @@ void assign_expression(Dest& dest, const E& expression) {
       detail::fail({"meshpp::assign_expression(dest, e) (dest = e): dest and e live on different ",
                     "meshes"});
     }
-    detail::for_each_index<S::rank>([&](auto i) {
-      using d = dim_at_t<S, i.value>;
-      if (dest.template extent<d>() != e.template size<d>()) {
-        detail::fail({"meshpp: assigning an expression whose dim '", d::name(), "' has size ",
-                      e.template size<d>(), " to a tensor where it has size ",
-                      dest.template extent<d>()});
-      }
-    });
+    static constexpr auto in_e = detail::operand_dims_in<S, ES>();
+    detail::agree_assigned_sizes(dest.global_shape().data(), e.global_sizes().data(), in_e.data(),
+                                 S::rank, dim_names_v<S>.data());
     dest.mesh().counters().streamed([&] { return e.bytes_read(); });
     if (dest.mesh().planning()) return;  // a plan computes nothing
     const frame<S> fr{dest.local_shape(), dest.local_offsets()};

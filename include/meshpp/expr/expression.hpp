@@ -11,9 +11,11 @@
 // The operands (tensors, scalars, other nodes) and what they provide: expr/operands.hpp.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -75,6 +77,69 @@ struct common_mesh<M, Rest...> {
   using other = first_found_t<
       std::conditional_t<std::is_void_v<Rest> || std::is_same_v<Rest, type>, no_dim, Rest>...>;
 };
+
+// agree_operand_sizes(result, n, operands, where, k, names): result[i], the global size of the
+// node's dim i (of n), is that of the first of the k operands that has it, and every operand
+// that has it must agree (names[i] is its name). where[j * n + i]: the index of dim i among
+// operand j's dims, or -1; operands[j]: operand j's global sizes. One function for every
+// component-wise node, not a template: the nodes differ only in these tables, so the check is
+// compiled once rather than once per node type, dim and operand.
+inline void agree_operand_sizes(std::size_t* result, std::size_t n,
+                                const std::size_t* const* operands, const int* where, std::size_t k,
+                                const std::string_view* names) {
+  for (std::size_t i = 0; i < n; ++i) {
+    bool found = false;
+    std::size_t expected = 0;
+    for (std::size_t j = 0; j < k; ++j) {
+      const int at = where[j * n + i];
+      if (at < 0) continue;
+      const std::size_t got = operands[j][at];
+      if (!found) {
+        expected = got;
+        found = true;
+      } else if (got != expected) {
+        fail({"meshpp: the operands of a component-wise operation disagree on the ",
+              "size of dim '", names[i], "': ", expected, " and ", got});
+      }
+    }
+    result[i] = expected;
+  }
+}
+
+// agree_operand_meshes<Mesh>(meshes, k): the k operands' meshes (nullptr for a scalar) are one
+// mesh; a template of the mesh type alone, not of the node
+template <class Mesh>
+void agree_operand_meshes(const void* const* meshes, std::size_t k) {
+  const Mesh* first = nullptr;
+  for (std::size_t j = 0; j < k; ++j) {
+    if (meshes[j] == nullptr) continue;
+    const Mesh* m = static_cast<const Mesh*>(meshes[j]);
+    if (first == nullptr)
+      first = m;
+    else if (!(*m == *first))
+      fail({"meshpp: the operands of a component-wise operation live on ", "different meshes"});
+  }
+}
+
+// operand_dims_in<S, Operand shapes...>(): where[j * rank + i], the index of S's dim i among
+// the j-th shape's dims, or -1 (the table of agree_operand_sizes)
+template <class S, class... Ss>
+constexpr auto operand_dims_in() {
+  std::array<int, (S::rank * sizeof...(Ss)) + 1> where{};  // + 1: no zero-size array
+  std::size_t j = 0;
+  auto one = [&]<class O>(O*) {
+    for_each_index<S::rank>([&](auto i) {
+      using d = dim_at_t<S, i.value>;
+      if constexpr (contains_v<O, d>)
+        where[j * S::rank + i.value] = int(index_of_v<O, d>);
+      else
+        where[j * S::rank + i.value] = -1;
+    });
+    ++j;
+  };
+  (one(static_cast<Ss*>(nullptr)), ...);
+  return where;
+}
 
 template <class... Ss>
 struct union_all;
@@ -143,17 +208,13 @@ class function_expr : public expression_node {
   // size<D>(): the global size of dim D (from the first operand that has it)
   template <class D>
   std::size_t size() const {
-    std::size_t out = 0;
-    bool found = false;
-    auto visit = [&](const auto& a) {
-      if constexpr (contains_v<typename std::remove_cvref_t<decltype(a)>::shape_type, D>) {
-        if (!found) out = a.template size<D>();
-        found = true;
-      }
-    };
-    std::apply([&](const auto&... a) { (visit(a), ...); }, args_);
-    return out;
+    if constexpr (contains_v<shape_type, D>)
+      return sizes_[index_of_v<shape_type, D>];
+    else
+      return 0;
   }
+  // global_sizes(): the global sizes of every dim, in shape_type's order
+  const std::array<std::size_t, shape_type::rank>& global_sizes() const { return sizes_; }
 
   // sizes(): the global sizes of every dim, as extents
   auto sizes() const { return sizes_impl(static_cast<shape_type*>(nullptr)); }
@@ -188,39 +249,26 @@ class function_expr : public expression_node {
     return extents<Dims...>{dim_extent<Dims>{size<Dims>()}...};
   }
 
-  // Same-named dims must agree in size, and operands must share one mesh. Every rank sees
-  // the same sizes, so every rank throws the same error.
-  void check_operands() const {
-    detail::for_each_index<shape_type::rank>([&](auto i) {
-      using d = dim_at_t<shape_type, i.value>;
-      const std::size_t expected = size<d>();
-      std::apply([&](const auto&... a) { (check_size<d>(a, expected), ...); }, args_);
-    });
-    if constexpr (!std::is_void_v<mesh_type>) {
-      const mesh_type* m = mesh_ptr();
-      std::apply(
-          [&](const auto&... a) {
-            ((a.mesh_ptr() && !(*static_cast<const mesh_type*>(a.mesh_ptr()) == *m)
-                  ? detail::fail({"meshpp: the operands of a component-wise operation live on ",
-                                  "different meshes"})
-                  : void()),
-             ...);
-          },
-          args_);
-    }
+  // Same-named dims must agree in size (and their sizes are this node's), and operands must
+  // share one mesh. Every rank sees the same sizes, so every rank throws the same error.
+  void check_operands() {
+    static constexpr auto where =
+        detail::operand_dims_in<shape_type, typename Args::shape_type...>();
+    std::apply(
+        [&](const auto&... a) {
+          const std::size_t* operands[] = {a.global_sizes().data()..., nullptr};
+          detail::agree_operand_sizes(sizes_.data(), shape_type::rank, operands, where.data(),
+                                      sizeof...(Args), dim_names_v<shape_type>.data());
+          if constexpr (!std::is_void_v<mesh_type>) {
+            const void* meshes[] = {a.mesh_ptr()..., nullptr};
+            detail::agree_operand_meshes<mesh_type>(meshes, sizeof...(Args));
+          }
+        },
+        args_);
   }
-  template <class D, class A>
-  static void check_size(const A& a, std::size_t expected) {
-    if constexpr (contains_v<typename A::shape_type, D>) {
-      if (a.template size<D>() != expected) {
-        detail::fail({"meshpp: the operands of a component-wise operation disagree on the ",
-                      "size of dim '", D::name(), "': ", expected, " and ", a.template size<D>()});
-      }
-    }
-  }
-
   F f_;
   std::tuple<Args...> args_;
+  std::array<std::size_t, shape_type::rank> sizes_{};
 };
 
 // make_function(f, operands...): the lazy node applying f element-wise; at least one

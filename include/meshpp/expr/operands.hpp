@@ -4,6 +4,7 @@
 // Protocol of an operand E (tensors, scalars, and function nodes):
 //   E::shape_type, E::layout_type, E::mesh_type (void for a scalar), E::value_type
 //   e.template size<D>()      global size of dim D
+//   e.global_sizes()          global sizes of every dim, in E::shape_type's order (an array)
 //   e.mesh_ptr()              the mesh, or nullptr for a scalar
 //   e.bytes_read()            bytes of the tensor slices an evaluation reads (its leaves')
 //   e.cursor(frame<O>)        a cursor reading e in the dim order O over a local region
@@ -76,6 +77,10 @@ class tensor_leaf : public expression_node {
   std::size_t size() const {
     return get().template extent<D>();
   }
+  // global_sizes(): the global sizes of every dim, in shape_type's order
+  const std::array<std::size_t, shape_type::rank>& global_sizes() const {
+    return get().global_shape();
+  }
   const mesh_type* mesh_ptr() const { return &get().mesh(); }
   // bytes_read(): the bytes of this rank's slice, which an evaluation reads (the counters'
   // passes, core/counters.hpp)
@@ -118,6 +123,10 @@ class scalar_leaf : public expression_node {
   using value_type = T;
 
   explicit scalar_leaf(T v) : value_(v) {}
+  const std::array<std::size_t, 0>& global_sizes() const {
+    static constexpr std::array<std::size_t, 0> none{};
+    return none;
+  }
   const void* mesh_ptr() const { return nullptr; }
   std::uint64_t bytes_read() const { return 0; }
   template <class O>
