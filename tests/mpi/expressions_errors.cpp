@@ -86,6 +86,26 @@ TEST_CASE("operands on different meshes of one type throw on every rank") {
       meshpp_test::throws_with<mp::error>([&] { (void)(in.a + c); }, {"different meshes"}));
 }
 
+TEST_CASE("an expression takes its tensors' sizes when it is evaluated, not when it is made") {
+  inputs in;
+  const auto& m = in.m;
+  using meshpp_test::throws_with;
+  auto x = mp::ones<float, batch, hidden>(m, sizes);
+  const auto y = mp::ones<float, batch, hidden>(m, sizes);
+  const auto both = x + y;  // refers to x and y, hidden 12 in both
+  const auto alone = x * 2;
+  x = mp::zeros<float, batch, hidden>(m, mp::extents{batch{} = nb, hidden{} = 8});
+  auto dest = mp::zeros<float, batch, hidden>(m, sizes);  // hidden 12, as x was
+  // the operands no longer agree: an error, not a read past x's slice
+  CHECK_ALL_RANKS(throws_with<mp::error>([&] { dest = both; }, {"'hidden'", "8 and 12"}));
+  // one operand: the expression is x's new size, which the destination no longer has
+  CHECK_ALL_RANKS(throws_with<mp::error>([&] { dest = alone; }, {"'hidden'", "size 8", "size 12"}));
+  const auto now = mp::eval(alone);
+  CHECK_ALL_RANKS(now.sizes().get<hidden>() == 8);
+  CHECK_ALL_RANKS(matches(
+      mp::gather(now), xt::xtensor<double, 2>(xt::xtensor<double, 2>::shape_type{nb, 8}, 0.0), 0));
+}
+
 TEST_CASE("expressions own rvalue tensors and refer to lvalue ones") {
   inputs in;
   // references, not a structured binding: lambdas below capture them, which C++20 allows of

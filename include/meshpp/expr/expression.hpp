@@ -202,19 +202,24 @@ class function_expr : public expression_node {
                 "paper 8.5)");
 
   explicit function_expr(F f, Args... args) : f_(std::move(f)), args_(std::move(args)...) {
-    check_operands();
+    check_operands(true);
   }
 
   // size<D>(): the global size of dim D (from the first operand that has it)
   template <class D>
   std::size_t size() const {
     if constexpr (contains_v<shape_type, D>)
-      return sizes_[index_of_v<shape_type, D>];
+      return global_sizes()[index_of_v<shape_type, D>];
     else
       return 0;
   }
-  // global_sizes(): the global sizes of every dim, in shape_type's order
-  const std::array<std::size_t, shape_type::rank>& global_sizes() const { return sizes_; }
+  // global_sizes(): the global sizes of every dim, in shape_type's order, as the operands have
+  // them now, checked again: a tensor the expression refers to may have been assigned a tensor
+  // of other sizes since the expression was made (`auto e = a + 1; a = b; c = e;`)
+  const std::array<std::size_t, shape_type::rank>& global_sizes() const {
+    check_operands(false);
+    return sizes_;
+  }
 
   // sizes(): the global sizes of every dim, as extents
   auto sizes() const { return sizes_impl(static_cast<shape_type*>(nullptr)); }
@@ -249,9 +254,10 @@ class function_expr : public expression_node {
     return extents<Dims...>{dim_extent<Dims>{size<Dims>()}...};
   }
 
-  // Same-named dims must agree in size (and their sizes are this node's), and operands must
-  // share one mesh. Every rank sees the same sizes, so every rank throws the same error.
-  void check_operands() {
+  // Same-named dims must agree in size (and their sizes are this node's), and (when made, with
+  // `meshes`) operands must share one mesh. Every rank sees the same sizes, so every rank
+  // throws the same error.
+  void check_operands(bool meshes) const {
     static constexpr auto where =
         detail::operand_dims_in<shape_type, typename Args::shape_type...>();
     std::apply(
@@ -260,15 +266,16 @@ class function_expr : public expression_node {
           detail::agree_operand_sizes(sizes_.data(), shape_type::rank, operands, where.data(),
                                       sizeof...(Args), dim_names_v<shape_type>.data());
           if constexpr (!std::is_void_v<mesh_type>) {
-            const void* meshes[] = {a.mesh_ptr()..., nullptr};
-            detail::agree_operand_meshes<mesh_type>(meshes, sizeof...(Args));
+            const void* of_operands[] = {a.mesh_ptr()..., nullptr};
+            if (meshes) detail::agree_operand_meshes<mesh_type>(of_operands, sizeof...(Args));
           }
         },
         args_);
   }
   F f_;
   std::tuple<Args...> args_;
-  std::array<std::size_t, shape_type::rank> sizes_{};
+  // global_sizes()'s last answer (an expression is not evaluated from two threads at once)
+  mutable std::array<std::size_t, shape_type::rank> sizes_{};
 };
 
 // make_function(f, operands...): the lazy node applying f element-wise; at least one
