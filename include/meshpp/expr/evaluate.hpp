@@ -84,10 +84,12 @@ struct assignable_layout<DestLayout, ExprLayout, shape<Dims...>> {
 
 namespace detail {
 // agree_assigned_sizes(dest, e, in_e, n, names): the n dims of a destination (sizes dest, names
-// names) have the sizes of the same dims of the expression (sizes e, dim i at e[in_e[i]]); one
-// function for every assignment, not a template of its types
-inline void agree_assigned_sizes(const std::size_t* dest, const std::size_t* e, const int* in_e,
-                                 std::size_t n, const std::string_view* names) {
+// names) have the sizes of the same dims of the expression (sizes e, dim i at e[in_e[i]], the
+// permutation from e's dim order to the destination's); one function for every assignment,
+// not a template of its types
+inline void agree_assigned_sizes(const std::size_t* dest, const std::size_t* e,
+                                 const std::size_t* in_e, std::size_t n,
+                                 const std::string_view* names) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t got = e[in_e[i]];
     if (dest[i] != got) {
@@ -164,9 +166,8 @@ void assign_expression(Dest& dest, const E& expression) {
       detail::fail({"meshpp::assign_expression(dest, e) (dest = e): dest and e live on different ",
                     "meshes"});
     }
-    static constexpr auto in_e = detail::operand_dims_in<S, ES>();
-    detail::agree_assigned_sizes(dest.global_shape().data(), e.global_sizes().data(), in_e.data(),
-                                 S::rank, dim_names_v<S>.data());
+    detail::agree_assigned_sizes(dest.global_shape().data(), e.global_sizes().data(),
+                                 permutation_v<ES, S>.data(), S::rank, dim_names_v<S>.data());
     dest.mesh().counters().streamed([&] { return e.bytes_read(); });
     if (dest.mesh().planning()) return;  // a plan computes nothing
     const frame<S> fr{dest.local_shape(), dest.local_offsets()};
