@@ -128,14 +128,7 @@ class tensor {
   static constexpr uninitialized_t uninitialized{};
   template <class... E>
   tensor(const Mesh& m, const extents<E...>& sizes, uninitialized_t)
-      : mesh_(m),
-        global_(global_sizes(sizes)),
-        offsets_(block_at(m.coordinates()).first),
-        local_(block_at(m.coordinates()).second) {
-    mesh_.counters().made(local_.size() * sizeof(T), [this] { return layout_record(); });
-    // before the slice's first write: a large one asks to be mapped in 2 MiB pages
-    detail::advise_huge_pages(local_.data(), local_.size() * sizeof(T));
-  }
+      : tensor(m, global_sizes(sizes), made_from_sizes{}) {}
 
   /// Evaluates a named expression (see expr/) into a new tensor, in one fused pass. The
   /// expression must have this tensor's dims (in any order: this transposes by name).
@@ -250,6 +243,20 @@ class tensor {
   }
 
  private:
+  // The constructors' one body, from the global sizes in Shape's order (the public ones take
+  // extents, whose dims and order vary from call to call: each such type instantiates only
+  // its conversion to index_type, not this)
+  struct made_from_sizes {};
+  tensor(const Mesh& m, const index_type& global, made_from_sizes)
+      : mesh_(m),
+        global_(global),
+        offsets_(block_at(m.coordinates()).first),
+        local_(block_at(m.coordinates()).second) {
+    mesh_.counters().made(local_.size() * sizeof(T), [this] { return layout_record(); });
+    // before the slice's first write: a large one asks to be mapped in 2 MiB pages
+    detail::advise_huge_pages(local_.data(), local_.size() * sizeof(T));
+  }
+
   template <class... E>
   static index_type global_sizes(const extents<E...>& sizes) {
     using missing = typename detail::first_missing_extent<Shape, extents<E...>>::type;
