@@ -210,4 +210,11 @@ extern template void run(const mesh_model&, const mp::text_corpus&, const option
 extern template void run(const mesh_data_model&, const mp::text_corpus&, const options&);
 extern template void run<mesh_model, residual_over_all>(const mesh_model&, const mp::text_corpus&,
                                                         const options&);
+// planned_step of each layout, compiled beside its run<Mesh> (transformer_<layout>_run.cpp):
+// the plans, layout searches and --profile of transformer.cpp and run<Mesh> share them
+extern template void planned_step(const mesh_data&, const options&, std::size_t, bool);
+extern template void planned_step(const mesh_model&, const options&, std::size_t, bool);
+extern template void planned_step(const mesh_data_model&, const options&, std::size_t, bool);
+extern template void planned_step<mesh_model, residual_over_all>(const mesh_model&, const options&,
+                                                                 std::size_t, bool);
 }  // namespace transformer_example

@@ -4,3 +4,6 @@
 
 template void transformer_example::run(const mesh_data&, const mp::text_corpus&,
                                        const transformer_example::options&);
+template void transformer_example::planned_step(const mesh_data&,
+                                                const transformer_example::options&, std::size_t,
+                                                bool);
