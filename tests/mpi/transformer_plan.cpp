@@ -23,6 +23,9 @@ using meshpp_test::world;
 
 namespace {
 
+// train_step<Mesh>(mesh): one training step of the example's model at small sizes, as the
+// example plans it (transformer_example::planned_step: the model made, forward, backward, an
+// Adam step); for the paper's layouts its object is the example's own
 template <class Mesh, class Residual = void>
 void train_step(const Mesh& mesh) {
   tx::options o;
@@ -31,20 +34,8 @@ void train_step(const Mesh& mesh) {
   o.heads = 4;
   o.d_ff = 32;
   o.seq = 8;
-  const std::size_t batch_size = 8, vocab_size = 16;
-  const auto sizes = tx::model_sizes(o, batch_size, vocab_size);
-  const tx::language_model<Mesh, Residual> model(mesh, sizes, o);
-  mp::adam opt(mp::adam_options{.learning_rate = 1e-3});
-  model.add_to(opt);
-  using ids_t = typename tx::language_model<Mesh, Residual>::ids_t;
-  const auto ids = mp::generate<ids_t>(mesh, sizes, [](const auto& i) {
-    return static_cast<std::int32_t>((i[0] * 7 + i[1] * 3) % vocab_size);
-  });
-  const auto targets = mp::generate<ids_t>(mesh, sizes, [](const auto& i) {
-    return static_cast<std::int32_t>((i[0] * 5 + i[1] * 11 + 1) % vocab_size);
-  });
-  mp::backward(model.loss(ids, targets));
-  opt.step();
+  o.batch = 8;
+  tx::planned_step<Mesh, Residual>(mesh, o, /*vocab*/ 16);
 }
 
 template <class Mesh, class Residual = void>
