@@ -330,9 +330,10 @@ TEST_CASE("a tensor assigned to a tensor of another dim order or type transposes
 
 // A large slice, scratch buffer or staging buffer asks for 2 MiB pages before its first write
 // (core/detail/huge_pages.hpp): what is checked is the kernel's record of the advice, not
-// whether it found free huge pages. Each buffer is larger than 32 MiB, the most that
-// mp::environment has malloc serve from its heap, so it is a mapping of its own, made for it:
-// advice it carries is its own call site's, not left on reused memory by an earlier buffer.
+// whether it found free huge pages. The test programs make no mp::environment (their main is
+// Boost.MPI's), so malloc keeps glibc's defaults: each buffer, larger than 32 MiB, is a mapping
+// of its own, made for it, and advice it carries is its own call site's, not left on reused
+// memory by an earlier buffer (under mp::environment such blocks come from the heap).
 // Where the kernel has no transparent huge pages, madvise refuses and there is nothing to
 // check; built with MESHPP_HUGE_PAGES=0, nothing is advised.
 TEST_CASE("large slices and buffers are advised to use huge pages; small ones are not") {

@@ -27,16 +27,19 @@ namespace detail {
 // the heap's free top to the system past 128 KiB. A training step makes and drops the same
 // large temporaries every time (attention scores, activations, gradients), so each step would
 // map, zero-fill and fault in them afresh: on the Transformer's step, 880 000 page faults and
-// 3.4 times the time (bench/transformer). Blocks up to 32 MiB (glibc's largest threshold) come
-// from the heap instead, and up to 1 GiB of free heap is kept for the next step. Skipped when
-// the user set MALLOC_MMAP_THRESHOLD_ or MALLOC_TRIM_THRESHOLD_ (glibc's own variables) or
+// 3.4 times the time (bench/transformer). Blocks of every size come from the heap instead
+// (M_MMAP_MAX 0: no block gets a mapping of its own; a threshold alone stops at 32 MiB, glibc's
+// largest, and the n = 4096 products' 64 MiB results were mapped and faulted in afresh on every
+// call, 0.14 to 0.44 s of a 0.75 s product on one machine, README "Benchmarks", run C), and up
+// to 1 GiB of free heap is kept for the next step. Skipped when the user set
+// MALLOC_MMAP_THRESHOLD_, MALLOC_MMAP_MAX_ or MALLOC_TRIM_THRESHOLD_ (glibc's own variables) or
 // MESHPP_SYSTEM_MALLOC; without glibc, nothing to do. Returns whether it changed anything.
 inline bool keep_freed_memory() {
 #if defined(__GLIBC__)
   if (std::getenv("MESHPP_SYSTEM_MALLOC") || std::getenv("MALLOC_MMAP_THRESHOLD_") ||
-      std::getenv("MALLOC_TRIM_THRESHOLD_"))
+      std::getenv("MALLOC_MMAP_MAX_") || std::getenv("MALLOC_TRIM_THRESHOLD_"))
     return false;
-  const bool mmap_ok = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1;
+  const bool mmap_ok = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_MMAP_MAX, 0) == 1;
   const bool trim_ok = mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1;
   return mmap_ok && trim_ok;
 #else
@@ -248,9 +251,10 @@ inline void say_on_rank_0(const std::string& text) {
 /// aborts every rank (detail::abort_job, MPI_Abort), so a failure on one rank ends the whole
 /// job instead of leaving the others waiting.
 /// With glibc it also has malloc keep freed memory for reuse (detail::keep_freed_memory:
-/// blocks up to 32 MiB from the heap, up to 1 GiB of free heap kept), so the temporaries every
-/// training step makes are not mapped and faulted in afresh each time; set
-/// MESHPP_SYSTEM_MALLOC=1 (or glibc's own MALLOC_MMAP_THRESHOLD_) to leave malloc alone.
+/// blocks of every size from the heap, up to 1 GiB of free heap kept), so the temporaries
+/// every training step makes are not mapped and faulted in afresh each time; set
+/// MESHPP_SYSTEM_MALLOC=1 (or glibc's own MALLOC_MMAP_THRESHOLD_, MALLOC_MMAP_MAX_ or
+/// MALLOC_TRIM_THRESHOLD_) to leave malloc alone.
 /// Where OpenBLAS runs kernels written before AVX2 on a CPU with AVX2 (it did not know the
 /// CPU's model), it has OpenBLAS run the kernels the CPU supports, and rank 0 says so
 /// (detail::choose_blas_kernels; MESHPP_BLAS_KERNELS=keep keeps OpenBLAS's choice).

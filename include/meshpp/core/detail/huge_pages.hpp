@@ -37,7 +37,9 @@ namespace meshpp::detail {
 // one, so a training step's temporaries are faulted in once, not every step; advised, they
 // made the Transformer's step (bench/transformer, 8 MiB attention scores) 17-22% slower here,
 // in user time, not in faults (cache conflicts of power-of-two strides in 2 MiB pages may be a
-// cause; not run down). From 32 MiB up, malloc maps every buffer afresh.
+// cause; not run down). From 32 MiB up, glibc's malloc left alone maps every buffer afresh;
+// as mp::environment sets it (no block mapped on its own), those come from the heap too, are
+// faulted in once, and the advice covers the heap pages they take.
 inline constexpr std::size_t huge_page_threshold = std::size_t{32} << 20;
 
 // advise_huge_pages(p, bytes): see the top of this file
