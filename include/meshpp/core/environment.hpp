@@ -28,9 +28,10 @@ namespace detail {
 // large temporaries every time (attention scores, activations, gradients), so each step would
 // map, zero-fill and fault in them afresh: on the Transformer's step, 880 000 page faults and
 // 3.4 times the time (bench/transformer). Blocks of every size come from the heap instead
-// (M_MMAP_MAX 0: no block gets a mapping of its own; a threshold alone stops at 32 MiB, glibc's
-// largest, and the n = 4096 products' 64 MiB results were mapped and faulted in afresh on every
-// call, 0.14 to 0.44 s of a 0.75 s product on one machine, README "Benchmarks", run C), and up
+// (M_MMAP_MAX 0: no block gets a mapping of its own, so no mmap threshold applies; a threshold
+// alone stops at 32 MiB, glibc's largest, and the n = 4096 products' 64 MiB results were mapped
+// and faulted in afresh on every call, 0.14 to 0.44 s of a 0.75 s product on one machine,
+// README "Benchmarks", run C), and up
 // to 1 GiB of free heap is kept for the next step (memory freed below a block still in use
 // stays with the process until malloc reuses it: MESHPP_SYSTEM_MALLOC=1 for a program that
 // wants large transient blocks given back at once). Skipped when the user set
@@ -41,7 +42,7 @@ inline bool keep_freed_memory() {
   if (std::getenv("MESHPP_SYSTEM_MALLOC") || std::getenv("MALLOC_MMAP_THRESHOLD_") ||
       std::getenv("MALLOC_MMAP_MAX_") || std::getenv("MALLOC_TRIM_THRESHOLD_"))
     return false;
-  const bool mmap_ok = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_MMAP_MAX, 0) == 1;
+  const bool mmap_ok = mallopt(M_MMAP_MAX, 0) == 1;
   const bool trim_ok = mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1;
   return mmap_ok && trim_ok;
 #else
