@@ -19,6 +19,8 @@
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/operations.hpp>
 
+#include <meshpp/optim/optimizer.hpp>
+
 namespace bench {
 
 struct times {
@@ -35,6 +37,13 @@ double timed(const boost::mpi::communicator& comm, F&& f) {
   double slowest = 0;
   boost::mpi::all_reduce(comm, mine, slowest, boost::mpi::maximum<double>());
   return slowest;
+}
+
+// sharding_named(name): the optimizer sharding --sharded-updates on|off|measured names
+inline meshpp::sharding sharding_named(const std::string& name) {
+  return name == "on"    ? meshpp::sharding::on
+         : name == "off" ? meshpp::sharding::off
+                         : meshpp::sharding::measured;
 }
 
 inline double median(std::vector<double> v) {

@@ -24,9 +24,10 @@
 // the 1-rank and n-rank lines side by side to give the scaling efficiency (n-rank rate /
 // (n x 1-rank rate)).
 //   mpiexec -n 2 build/bench/training [--batch 100] [--hidden 1024] [--optimizer sgd|adam]
-//                                     [--layout data|model] [--sharded-updates on|off]
-// (--sharded-updates off: optimizer::set_sharded_updates(false), to measure what sharding
-// Adam's update among the replicas gains)
+//                                     [--layout data|model] [--sharded-updates on|off|measured]
+// (--sharded-updates: optimizer::set_sharding(sharding::on, off or measured), to measure what
+// sharding Adam's update among the replicas gains; measured, the library's default, unless
+// given)
 #include <meshpp/meshpp.hpp>
 
 #include <algorithm>
@@ -126,7 +127,7 @@ struct by_hand {
 
 // run<Mesh>(b, h, adam, layout): the comparison under Mesh's layout; prints its JSON line
 template <class Mesh>
-void run(std::size_t b, std::size_t h, bool adam, const std::string& layout, bool sharded) {
+void run(std::size_t b, std::size_t h, bool adam, const std::string& layout, mp::sharding sharded) {
   const int n = boost::mpi::communicator().size();
   Mesh mesh({n});
   const auto sizes =
@@ -144,7 +145,7 @@ void run(std::size_t b, std::size_t h, bool adam, const std::string& layout, boo
     opt = std::make_unique<mp::adam>(mp::adam_options{.learning_rate = adam_rate}, w1, w2);
   else
     opt = std::make_unique<mp::sgd>(mp::sgd_options{.learning_rate = learning_rate}, w1, w2);
-  opt->set_sharded_updates(sharded);
+  opt->set_sharding(sharded);
   std::vector<double> update_s;  // the optimizer's update alone, per meshpp step
   auto meshpp_step = [&] {
     auto hid = mp::relu(mp::einsum<mp::shape<batch, hidden>>(x, w1));
@@ -199,7 +200,9 @@ void run(std::size_t b, std::size_t h, bool adam, const std::string& layout, boo
   const std::string name = "mnist model " + std::string(adam ? "Adam" : "SGD") + " step, batch " +
                            std::to_string(b) + ", hidden " + std::to_string(h) + ", " +
                            (hand.model ? "model-parallel" : "data-parallel") +
-                           (sharded ? "" : ", updates not sharded");
+                           (sharded == mp::sharding::measured ? ""
+                            : sharded == mp::sharding::on     ? ", updates sharded"
+                                                              : ", updates not sharded");
   if (mesh.rank() == 0) {
     std::printf(
         "{\"bench\": \"training\", \"case\": \"%s\", \"ranks\": %d, \"meshpp_s\": %.6e, "
@@ -218,11 +221,12 @@ int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   std::size_t b = 100, h = 1024;
   std::string optimizer = "sgd", layout = "data";
-  bool sharded = true;
+  mp::sharding sharded = mp::sharding::measured;
   examples::arguments args(
       "bench/training",
       "usage: mpiexec -n P bench/training [--batch 100] [--hidden 1024] [--optimizer sgd|adam]\n"
-      "                                   [--layout data|model] [--sharded-updates on|off]",
+      "                                   [--layout data|model] [--sharded-updates "
+      "on|off|measured]",
       argc, argv);
   try {
     while (args.next()) {
@@ -235,7 +239,7 @@ int main(int argc, char** argv) {
       else if (args.is("--layout"))
         layout = args.choice({"data", "model"});
       else if (args.is("--sharded-updates"))
-        sharded = args.choice({"on", "off"}) == "on";
+        sharded = bench::sharding_named(args.choice({"on", "off", "measured"}));
       else
         args.unknown();
     }

@@ -12,8 +12,9 @@
 // The baseline is cblas_sgemm on 1024 x 1024 matrices (plus one narrower product for the
 // remainder), the model FLOPs divided among the ranks, every rank at once.
 //   mpiexec -n 2 build/bench/transformer --layout data [--batch 32] [--seq 128] ...
-//                                        [--sharded-updates on|off]
-// (off: optimizer::set_sharded_updates(false), to measure what sharding Adam's update gains);
+//                                        [--sharded-updates on|off|measured]
+// (optimizer::set_sharding(sharding::on, off or measured), to measure what sharding Adam's
+// update gains; measured, the library's default, unless given);
 // without --layout, the four in turn (bench/run)
 // Prints the usual bench line plus tokens/s, the model FLOPs, their fraction of the sgemm rate
 // (baseline_s / meshpp_s) and the model's parameters (bench/transformer_torch.py: PyTorch's).
@@ -78,12 +79,12 @@ struct parameter_count {
 };
 
 template <class Mesh, class Residual = void>
-void bench_layout(const Mesh& mesh, const tx::options& o, bool sharded) {
+void bench_layout(const Mesh& mesh, const tx::options& o, mp::sharding sharded) {
   const std::size_t vocab_size = 64;  // the King James text's 63 characters, padded
   const auto sizes = tx::model_sizes(o, o.batch, vocab_size);
   const tx::language_model<Mesh, Residual> model(mesh, sizes, o);
   mp::adam opt(mp::adam_options{.learning_rate = 1e-3});
-  opt.set_sharded_updates(sharded);
+  opt.set_sharding(sharded);
   model.add_to(opt);
   parameter_count parameters;
   model.add_to(parameters);
@@ -109,7 +110,9 @@ void bench_layout(const Mesh& mesh, const tx::options& o, bool sharded) {
   const std::string name = o.layout + " layers " + std::to_string(o.layers) + " d_model " +
                            std::to_string(o.d_model) + " batch " + std::to_string(o.batch) +
                            " seq " + std::to_string(o.seq) +
-                           (sharded ? "" : " updates not sharded");
+                           (sharded == mp::sharding::measured ? ""
+                            : sharded == mp::sharding::on     ? " updates sharded"
+                                                              : " updates not sharded");
   if (mesh.rank() == 0) {
     std::printf(
         "{\"bench\": \"transformer\", \"case\": \"%s\", \"ranks\": %d, \"meshpp_s\": %.6e, "
@@ -129,12 +132,12 @@ int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   tx::options o;
   std::vector<std::string> layouts;
-  bool sharded = true;  // --sharded-updates off: optimizer::set_sharded_updates(false)
+  mp::sharding sharded = mp::sharding::measured;  // --sharded-updates on|off|measured
   examples::arguments args(
       "bench/transformer",
       "usage: mpiexec -n P bench/transformer [--layout data|model|data+model|model+residual]...\n"
       "       [--batch N] [--seq N] [--layers N] [--d-model N] [--heads N] [--d-ff N]\n"
-      "       [--sharded-updates on|off]",
+      "       [--sharded-updates on|off|measured]",
       argc, argv);
   try {
     while (args.next()) {
@@ -153,7 +156,7 @@ int main(int argc, char** argv) {
       else if (args.is("--d-ff"))
         o.d_ff = args.count();
       else if (args.is("--sharded-updates"))
-        sharded = args.choice({"on", "off"}) == "on";
+        sharded = bench::sharding_named(args.choice({"on", "off", "measured"}));
       else
         args.unknown();
     }

@@ -296,6 +296,9 @@ TEST_CASE("sharded updates: one rank's bits, the state completed by save, a roll
     model net(shared, 1), ref(alone, 1);
     auto opt = make(kind, net);
     auto opt_ref = make(kind, ref);
+    // sharded on every step (sharding::measured, the default, would time whole updates from
+    // the 4th step on)
+    opt->set_sharding(mp::sharding::on);
     auto same_as_ref = [&] {
       return all_ranks(meshpp_test::bit_equal(net.w.value().local(), ref.w.value().local()) &&
                        meshpp_test::bit_equal(net.b.value().local(), ref.b.value().local()));

@@ -205,6 +205,7 @@ struct tracked {
   std::vector<double> p;
   Ref ref;
   bool stale = false;  // sharded updates left its state in shares (optimizer_slot::apply)
+  int updates = 0;     // the optimizer's updates of it so far
 
   tracked(const typename Tensor::mesh_type& m, int w, Ref r)
       : which(w),
@@ -266,6 +267,9 @@ struct schedule {
   bool local_only = true;
   double tolerance = tol;
   int unshard_from = -1;
+  // how the optimizer shards (sharding::on unless a case says otherwise: the allgathers each
+  // step makes are then known before it; under measured, from the optimizer's choice)
+  mp::sharding sharding = mp::sharding::on;
 };
 
 // run(opt, schedule, variables...): opt on the variables, each checked against its reference
@@ -273,7 +277,9 @@ struct schedule {
 // and its state too (its reference skips that step as well).
 template <class Opt, class... Tracked>
 void run(Opt& opt, const schedule& s, Tracked&... vs) {
+  opt.set_sharding(s.sharding);
   opt.add(vs.var...);
+  REQUIRE(opt.size() == sizeof...(vs));  // variable i of the optimizer: the i-th of vs
   auto& first = std::get<0>(std::tie(vs...));
   for (int k = 0; k < s.steps; ++k) {
     CAPTURE(k);
@@ -291,13 +297,26 @@ void run(Opt& opt, const schedule& s, Tracked&... vs) {
     // Adam(W)'s replicas share each update and allgather it; SGD (too light to gain) and
     // Adafactor (it reduces over rows and columns) update whole slices. The first update
     // after sharding is turned off completes Adam's state first: m and v, each as the shares.
+    // Under sharding::measured a replicated variable's updates 1-3 are sharded, 4-5 whole,
+    // and from the 6th on as the optimizer chose (sharded_updates(i), read after the step);
+    // one without replicas as under sharding::on.
+    const bool had_grad[] = {static_cast<bool>(vs.var.grad())...};
+    const auto& mesh = first.var.value().mesh();
+    mesh.counters().reset();
+    opt.step();
     gather_count expected;
     using O = std::remove_cvref_t<Opt>;
     if constexpr (std::is_same_v<O, mp::adam> || std::is_same_v<O, mp::adamw>) {
+      std::size_t i = 0;
       auto add = [&](auto& v) {
-        if (!v.var.grad()) return;
+        const std::size_t index = i++;
+        if (!had_grad[index]) return;
         const auto c = shared_update(v.var.value());
-        if (opt.sharded_updates()) {
+        const int u = v.updates++;
+        const bool measured = opt.sharding_mode() == mp::sharding::measured;
+        bool sharded = opt.sharding_mode() == mp::sharding::on || (measured && c.replicas <= 1);
+        if (measured && c.replicas > 1) sharded = u >= 5 ? opt.sharded_updates(index) : u < 3;
+        if (sharded) {
           expected.add(c);
           v.stale = c.calls == 1 && c.replicas > 1;
         } else if (v.stale) {
@@ -308,9 +327,6 @@ void run(Opt& opt, const schedule& s, Tracked&... vs) {
       };
       (add(vs), ...);
     }
-    const auto& mesh = first.var.value().mesh();
-    mesh.counters().reset();
-    opt.step();
     const auto gathered = mesh.counters().total(mp::collective::allgather);
     CHECK(gathered.calls == expected.calls);
     CHECK(gathered.values == expected.values);

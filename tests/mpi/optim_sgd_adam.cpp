@@ -85,6 +85,31 @@ TEST_CASE("adam, adamw sharded, then turned off: the state is completed first") 
   check(replicated_mesh(meshpp_test::grid2(world().size())));
 }
 
+TEST_CASE("adam, sharding measured: each variable's choice agreed on every rank") {
+  // 9 steps: the vector (no gradient at step 2) and the matrix each time their updates whole
+  // and sharded and choose at their 6th update; run() checks every step's values against the
+  // reference and its allgathers against the schedule and the choice
+  auto check = [](const auto& m) {
+    using M = std::remove_cvref_t<decltype(m)>;
+    const adam_reference ref{0.01, 0.9, 0.999, 1e-8, 0};
+    tracked<mp::tensor_of<double, mp::shape<cols>, M>, adam_reference> vector(m, 0, ref);
+    tracked<mp::tensor_of<double, mp::shape<rows, cols>, M>, adam_reference> matrix(m, 1, ref);
+    mp::adam opt({.learning_rate = 0.01});
+    run(opt, schedule{.steps = 9, .halve_rate = false, .sharding = mp::sharding::measured}, vector,
+        matrix);
+    CHECK(opt.sharding_mode() == mp::sharding::measured);
+    for (std::size_t i = 0; i < opt.size(); ++i) {
+      CAPTURE(i);
+      const bool mine = opt.sharded_updates(i);
+      const bool all_sharded = meshpp_test::all_ranks(mine);
+      const bool none_sharded = meshpp_test::all_ranks(!mine);
+      CHECK(all_sharded != none_sharded);
+    }
+  };
+  check(split_mesh(meshpp_test::grid2(world().size())));
+  check(replicated_mesh(meshpp_test::grid2(world().size())));
+}
+
 TEST_CASE("sgd, adam, adamw on float variables, split layout") {
   split_mesh m(meshpp_test::grid2(world().size()));
   using matrix_t = mp::tensor_of<float, mp::shape<rows, cols>, split_mesh>;

@@ -21,12 +21,26 @@
 // the rest, in the operation "update <name> (sharded)". Results are the same bits as without
 // sharding (the rule runs per element; the batch width changes no result, core/lanes.hpp).
 // Plain SGD reads 3 arrays an element, and its step at 2 ranks was 3% slower sharded (the
-// allgather costs more than half its pass), so SGD does not shard. set_sharded_updates(false)
-// turns sharding off for an optimizer.
+// allgather costs more than half its pass), so SGD does not shard.
+// Whether sharding gains depends on the machine: it trades 1 - 1/p of the update's arithmetic
+// and memory traffic for an allgather. With the update vectorized for the CPU (-march=native,
+// AVX-512) on a machine whose two cores move data slowly between them, Adam's update of the
+// MNIST model's 0.8 M values took 0.57-0.81 ms whole and 0.84-1.27 ms sharded at 2 ranks
+// (README, Benchmarks); on an earlier machine sharding gained. So by default
+// (sharding::measured) each variable's updates are timed both ways on its first updates and
+// the faster way is kept: update 1 sharded (untimed: the state is made then), updates 2-3
+// sharded, 4-5 whole, each way's fastest taken; at update 6 one MPI_Allreduce (MAX) of the
+// two times over the variable's mesh agrees the choice on every rank, kept from then on. A
+// variable without replicas is treated as under sharding::on (nothing to time). Results are
+// the same bits either way. set_sharding(sharding::on) or (sharding::off) fixes it instead
+// (set_sharded_updates(bool) is the same). Plans (a planned mesh, which times nothing) follow
+// the same schedule and choose sharded at update 6: a plan of up to 5 steps makes the same
+// updates as the run.
 // The state stays in shares until a checkpoint saves it: save() calls complete_state() on
 // every rank first (one allgather per state tensor, in the phase "checkpoint"); a load
-// replaces the state whole; the first update after set_sharded_updates(false) completes it
-// too. Adafactor's rule reduces over rows and columns, so each rank updates the whole slice.
+// replaces the state whole; the first whole update after sharded ones (sharding::off, or
+// measured choosing whole) completes it too. Adafactor's rule reduces over rows and columns, so
+// each rank updates the whole slice.
 //
 // step() is collective like every meshpp operation: all ranks call it with the same variables,
 // whose gradients are present on all ranks alike (backward() is collective too). A variable
@@ -71,6 +85,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -150,6 +165,13 @@ class slot_base {
   // i of the variable and the state, and reads enough an element that replicas gain by
   // splitting it (Adam), so step() may shard it
   virtual bool shardable() const { return false; }
+  // replicated(): the variable has replicas to share its update with (more than one rank
+  // holds its local slice); planning(): its mesh is a planned one (nothing runs)
+  virtual bool replicated() const = 0;
+  virtual bool planning() const = 0;
+  // wait_gradient(): returns once the gradient is complete (its bucket's sum done), so that
+  // what follows is timed without the wait
+  virtual void wait_gradient() const = 0;
   // apply(shard): update() on the whole local slice, or with shard (shardable() only) on this
   // rank's share and then the other replicas' shares of the variable (see optimizer::step)
   virtual void apply(bool shard) = 0;
@@ -244,6 +266,11 @@ class optimizer_slot : public detail::slot_base {
   }
   void state_replaced() final { state_stale_ = false; }
   bool state_in_shares() const final { return state_stale_; }
+  bool replicated() const final {
+    return replica_mask() != 0 && variable_.value().mesh().group_size(replica_mask()) > 1;
+  }
+  bool planning() const final { return variable_.value().mesh().planning(); }
+  void wait_gradient() const final { (void)variable_.grad(); }
   MPI_Comm mesh_world() const final { return MPI_Comm(variable_.value().mesh().world()); }
 
   const detail::node_base* node() const override { return variable_.node().get(); }
@@ -326,6 +353,12 @@ class optimizer_slot : public detail::slot_base {
   bool state_stale_ = false;  // sharded updates have run since the state was last complete
 };
 
+/// How optimizer::step() shares an element-wise rule's update among a variable's replicas
+/// (see the top of this header): off (every replica updates all of it), on (each its share,
+/// then one allgather), measured (the default: whichever of the two its first updates timed
+/// faster, agreed on every rank).
+enum class sharding { off, on, measured };
+
 /// @brief The base of every optimizer: its variables (one slot each) and its step count.
 /// Not copyable (slots own state); movable.
 class optimizer {
@@ -344,22 +377,55 @@ class optimizer {
       if (s->has_grad()) s->check();
     }
     ++steps_;
-    for (const auto& s : slots_) {
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      const auto& s = slots_[i];
       if (!s->has_grad()) continue;
       const auto phase = s->mesh_counters().phase("optimizer");
-      const bool shard = sharded_updates_ && s->shardable();
+      trial& t = trials_[i];
+      const bool shard = sharded(*s, t);
       const auto scope = s->mesh_counters().operation(
           [&] { return "update " + s->name() + (shard ? " (sharded)" : ""); });
       s->record_layout();  // the variable's layout first (plan/enumerate.hpp reads it)
+      const bool timed = t.measuring && t.updates > 0 && !s->planning();
+      if (timed) {
+        s->wait_gradient();
+        // the first whole update after sharded ones completes the state first (apply): not
+        // part of what a whole update costs
+        if (!shard) s->complete_state();
+      }
+      const auto start = std::chrono::steady_clock::now();
       s->apply(shard);
+      if (timed) {
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        double& fastest = shard ? t.shared : t.whole;
+        fastest = std::min(fastest, seconds);
+      }
+      ++t.updates;
       s->clear_grad();
     }
   }
 
-  // set_sharded_updates(on): whether shardable rules on replicated variables are sharded over
-  // the replicas (the default: on; see the top of optim/optimizer.hpp). Every rank alike.
-  void set_sharded_updates(bool on) { sharded_updates_ = on; }
-  bool sharded_updates() const { return sharded_updates_; }
+  // set_sharding(how): how shardable rules on replicated variables share their updates among
+  // the replicas from the next step on (the default: sharding::measured; see the top of
+  // optim/optimizer.hpp); measured starts its timing again. Every rank alike.
+  void set_sharding(sharding how) {
+    sharding_ = how;
+    for (trial& t : trials_) t = trial{};
+  }
+  sharding sharding_mode() const { return sharding_; }
+  // set_sharded_updates(on): set_sharding(on ? sharding::on : sharding::off)
+  void set_sharded_updates(bool on) { set_sharding(on ? sharding::on : sharding::off); }
+  // sharded_updates(i): whether step() shards variable i's updates from now on: under on,
+  // when its rule is shardable; under measured, once its timed updates chose sharding (false
+  // before, and for a variable without replicas)
+  bool sharded_updates(std::size_t i) const {
+    const trial& t = trials_.at(i);
+    const auto& s = *slots_.at(i);
+    return s.shardable() &&
+           (sharding_ == sharding::on ||
+            (sharding_ == sharding::measured && (!s.replicated() || (t.decided && t.shard))));
+  }
 
   // check_state_over(comm, who): throws meshpp::error "<who>: ..." if a variable's state is in
   // shares and the ranks of its mesh are not those of comm (complete_state() over comm's ranks
@@ -444,12 +510,50 @@ class optimizer {
       }
     }
     slots_.push_back(std::move(s));
+    trials_.emplace_back();
   }
 
  private:
+  // a variable's updates so far and, under sharding::measured, their timing
+  struct trial {
+    static constexpr int timed_each = 2;  // updates timed whole, then as many sharded
+    int updates = 0;
+    bool measuring = false;  // this update is one of the timed ones
+    double whole = std::numeric_limits<double>::infinity(), shared = whole;  // fastest, s
+    bool decided = false, shard = false;
+  };
+
+  // sharded(s, t): whether this update of s shards (and, under measured, whether it is timed:
+  // t.measuring); at the first update after the timed ones, the agreement (collective over
+  // the variable's mesh: every rank updates the same variables the same number of times)
+  bool sharded(const detail::slot_base& s, trial& t) {
+    t.measuring = false;
+    if (sharding_ == sharding::off || !s.shardable()) return false;
+    // nothing to share (no replicas): as under on, with nothing to time
+    if (sharding_ == sharding::on || !s.replicated()) return true;
+    if (t.decided) return t.shard;
+    constexpr int k = trial::timed_each;
+    if (t.updates <= 2 * k) {  // 0: sharded, untimed; 1..k: sharded; k+1..2k: whole
+      t.measuring = true;
+      return t.updates <= k;
+    }
+    t.decided = true;
+    if (s.planning()) {  // a plan times nothing: it prices the update sharded
+      t.shard = true;
+      return true;
+    }
+    std::array<double, 2> times{t.whole, t.shared};
+    detail::checked(
+        MPI_Allreduce(MPI_IN_PLACE, times.data(), 2, MPI_DOUBLE, MPI_MAX, s.mesh_world()),
+        "MPI_Allreduce");
+    t.shard = times[1] < times[0];
+    return t.shard;
+  }
+
   std::vector<std::unique_ptr<detail::slot_base>> slots_;
+  std::vector<trial> trials_;  // one a slot, in the same order
   std::int64_t steps_ = 0;
-  bool sharded_updates_ = true;
+  sharding sharding_ = sharding::measured;
 };
 
 /// @brief An optimizer whose rule is Slot and whose hyperparameters are Options. Slots share

@@ -169,6 +169,16 @@ inline step_cost predict(const plan& p, const machine_model& machine) {
   return c;
 }
 
+// same_update(run, planned): the operation a run measured is the one a plan priced: the same
+// name, or an optimizer's update of the same variable that the plan priced sharded and the
+// run did whole ("update w" beside "update w (sharded)": sharding::measured chose)
+inline bool same_update(const std::string& run, const std::string& planned) {
+  constexpr std::string_view sharded = " (sharded)";
+  return run == planned ||
+         (planned.starts_with("update ") && planned.ends_with(sharded) &&
+          planned.size() == run.size() + sharded.size() && planned.starts_with(run));
+}
+
 /// profile_table(p, measured, steps, machine): the plan of one step priced per operation
 /// beside the time the same operations took in a real run. `measured` are the counters of the
 /// run, timed by operation (counters::by_operation(true, true)) over `steps` steps; rows are
@@ -206,17 +216,20 @@ inline std::string profile_table(const plan& p, const counters& measured, std::s
     total.passes += c.passes;
     total.communication += c.communication;
     double ms = 0;
+    std::string name = o.name;
     for (std::size_t i = 0; i < measured.operations().size(); ++i) {
       const auto& m = measured.operations()[i];
-      if (m.phase != o.phase || m.name != o.name) continue;
+      if (m.phase != o.phase || !same_update(m.name, o.name)) continue;
       matched[i] = true;
-      ms = m.seconds * per_step;
+      ms += m.seconds * per_step;  // (both rows, where some steps sharded and some did not)
+      // a plan prices Adam's update sharded; the run may have measured whole faster
+      // (optim/optimizer.hpp, sharding::measured): the row says so
+      if (m.name != o.name) name = m.name + " (planned sharded)";
     }
     total_measured += ms;
     std::snprintf(line, sizeof line, "%-10s %9.3f %9.3f %9.3f %9.3f %9.3f %s  %s\n",
                   o.phase.c_str(), 1e3 * c.total(), 1e3 * c.compute, 1e3 * c.passes,
-                  1e3 * c.communication, ms, ratio_text(ms, 1e3 * c.total()).c_str(),
-                  o.name.c_str());
+                  1e3 * c.communication, ms, ratio_text(ms, 1e3 * c.total()).c_str(), name.c_str());
     out += line;
   }
   for (std::size_t i = 0; i < measured.operations().size(); ++i) {
