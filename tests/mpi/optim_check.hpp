@@ -297,8 +297,8 @@ void run(Opt& opt, const schedule& s, Tracked&... vs) {
     // Adam(W)'s replicas share each update and allgather it; SGD (too light to gain) and
     // Adafactor (it reduces over rows and columns) update whole slices. The first update
     // after sharding is turned off completes Adam's state first: m and v, each as the shares.
-    // Under sharding::measured a replicated variable's updates 1-3 are sharded, 4-5 whole,
-    // and from the 6th on as the optimizer chose (sharded_updates(i), read after the step);
+    // Under sharding::measured a replicated variable's updates 1-3 are sharded, 4-6 whole,
+    // and from the 7th on as the optimizer chose (sharded_updates(i), read after the step);
     // one without replicas as under sharding::on.
     const bool had_grad[] = {static_cast<bool>(vs.var.grad())...};
     const auto& mesh = first.var.value().mesh();
@@ -315,7 +315,7 @@ void run(Opt& opt, const schedule& s, Tracked&... vs) {
         const int u = v.updates++;
         const bool measured = opt.sharding_mode() == mp::sharding::measured;
         bool sharded = opt.sharding_mode() == mp::sharding::on || (measured && c.replicas <= 1);
-        if (measured && c.replicas > 1) sharded = u >= 5 ? opt.sharded_updates(index) : u < 3;
+        if (measured && c.replicas > 1) sharded = u >= 6 ? opt.sharded_updates(index) : u < 3;
         if (sharded) {
           expected.add(c);
           v.stale = c.calls == 1 && c.replicas > 1;

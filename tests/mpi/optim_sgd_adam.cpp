@@ -86,8 +86,8 @@ TEST_CASE("adam, adamw sharded, then turned off: the state is completed first") 
 }
 
 TEST_CASE("adam, sharding measured: each variable's choice agreed on every rank") {
-  // 9 steps: the vector (no gradient at step 2) and the matrix each time their updates whole
-  // and sharded and choose at their 6th update; run() checks every step's values against the
+  // 10 steps: the vector (no gradient at step 2) and the matrix each time their updates
+  // sharded and whole and choose at their 7th update; run() checks every step's values against the
   // reference and its allgathers against the schedule and the choice
   auto check = [](const auto& m) {
     using M = std::remove_cvref_t<decltype(m)>;
@@ -95,7 +95,7 @@ TEST_CASE("adam, sharding measured: each variable's choice agreed on every rank"
     tracked<mp::tensor_of<double, mp::shape<cols>, M>, adam_reference> vector(m, 0, ref);
     tracked<mp::tensor_of<double, mp::shape<rows, cols>, M>, adam_reference> matrix(m, 1, ref);
     mp::adam opt({.learning_rate = 0.01});
-    run(opt, schedule{.steps = 9, .halve_rate = false, .sharding = mp::sharding::measured}, vector,
+    run(opt, schedule{.steps = 10, .halve_rate = false, .sharding = mp::sharding::measured}, vector,
         matrix);
     CHECK(opt.sharding_mode() == mp::sharding::measured);
     for (std::size_t i = 0; i < opt.size(); ++i) {

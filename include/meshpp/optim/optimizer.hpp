@@ -25,22 +25,23 @@
 // Whether sharding gains depends on the machine: it trades 1 - 1/p of the update's arithmetic
 // and memory traffic for an allgather. With the update vectorized for the CPU (-march=native,
 // AVX-512) on a machine whose two cores move data slowly between them, Adam's update of the
-// MNIST model's 0.8 M values took 0.57-0.81 ms whole and 0.84-1.27 ms sharded at 2 ranks
-// (README, Benchmarks); on an earlier machine sharding gained. So by default
-// (sharding::measured) each variable's updates are timed both ways on its first updates and
-// the faster way is kept: update 1 sharded (untimed: the state is made then), updates 2-3
-// sharded, 4-5 whole, each way's fastest taken; at update 6 one MPI_Allreduce (MAX) of the
-// two times over the variable's mesh agrees the choice on every rank, kept from then on. A
-// variable without replicas is treated as under sharding::on (nothing to time). Results are
-// the same bits either way. set_sharding(sharding::on) or (sharding::off) fixes it instead
-// (set_sharded_updates(bool) is the same). Plans (a planned mesh, which times nothing) follow
-// the same schedule and choose sharded at update 6: a plan of up to 5 steps makes the same
-// updates as the run.
+// MNIST model's 0.8 M values took 0.57-0.81 ms whole and 0.84-1.27 ms sharded at 2 ranks in
+// one pair of runs, and the two were within the noise in later ones (README, Optimizers); on
+// an earlier machine sharding gained. So by default (sharding::measured) each variable's
+// updates are timed both ways on its first updates and the faster way is kept: update 1
+// sharded (untimed: the state is made then), updates 2-3 sharded and timed, update 4 whole
+// and untimed (it completes the state first), 5-6 whole and timed, each way's fastest taken;
+// at update 7 one MPI_Allreduce (MAX) of the two times over the variable's mesh agrees the
+// choice on every rank, kept from then on. A variable without replicas is treated as under
+// sharding::on (nothing to time). Results are the same bits either way.
+// set_sharding(sharding::on) or (sharding::off) fixes it instead (set_sharded_updates(bool)
+// is the same). Plans (a planned mesh, which times nothing) follow the same schedule and
+// choose sharded at update 7: a plan of up to 6 steps makes the same updates as the run.
 // The state stays in shares until a checkpoint saves it: save() calls complete_state() on
 // every rank first (one allgather per state tensor, in the phase "checkpoint"); a load
 // replaces the state whole; the first whole update after sharded ones (sharding::off, or
-// measured choosing whole) completes it too. Adafactor's rule reduces over rows and columns, so
-// each rank updates the whole slice.
+// measured's update 4 of its trial) completes it too. Adafactor's rule reduces over rows and
+// columns, so each rank updates the whole slice.
 //
 // step() is collective like every meshpp operation: all ranks call it with the same variables,
 // whose gradients are present on all ranks alike (backward() is collective too). A variable
@@ -386,13 +387,8 @@ class optimizer {
       const auto scope = s->mesh_counters().operation(
           [&] { return "update " + s->name() + (shard ? " (sharded)" : ""); });
       s->record_layout();  // the variable's layout first (plan/enumerate.hpp reads it)
-      const bool timed = t.measuring && t.updates > 0 && !s->planning();
-      if (timed) {
-        s->wait_gradient();
-        // the first whole update after sharded ones completes the state first (apply): not
-        // part of what a whole update costs
-        if (!shard) s->complete_state();
-      }
+      const bool timed = t.measuring && !s->planning();
+      if (timed) s->wait_gradient();
       const auto start = std::chrono::steady_clock::now();
       s->apply(shard);
       if (timed) {
@@ -416,9 +412,10 @@ class optimizer {
   sharding sharding_mode() const { return sharding_; }
   // set_sharded_updates(on): set_sharding(on ? sharding::on : sharding::off)
   void set_sharded_updates(bool on) { set_sharding(on ? sharding::on : sharding::off); }
-  // sharded_updates(i): whether step() shards variable i's updates from now on: under on,
-  // when its rule is shardable; under measured, once its timed updates chose sharding (false
-  // before, and for a variable without replicas)
+  // sharded_updates(i): the choice for variable i's updates: under on, whether its rule is
+  // shardable; under measured, for a variable without replicas the same, else whether its
+  // timed updates chose sharding (false until the choice, at its 7th update, whatever the
+  // trial updates before it do)
   bool sharded_updates(std::size_t i) const {
     const trial& t = trials_.at(i);
     const auto& s = *slots_.at(i);
@@ -516,7 +513,7 @@ class optimizer {
  private:
   // a variable's updates so far and, under sharding::measured, their timing
   struct trial {
-    static constexpr int timed_each = 2;  // updates timed whole, then as many sharded
+    static constexpr int timed_each = 2;  // updates timed sharded, then as many whole
     int updates = 0;
     bool measuring = false;  // this update is one of the timed ones
     double whole = std::numeric_limits<double>::infinity(), shared = whole;  // fastest, s
@@ -533,8 +530,10 @@ class optimizer {
     if (sharding_ == sharding::on || !s.replicated()) return true;
     if (t.decided) return t.shard;
     constexpr int k = trial::timed_each;
-    if (t.updates <= 2 * k) {  // 0: sharded, untimed; 1..k: sharded; k+1..2k: whole
-      t.measuring = true;
+    // 0: sharded, untimed (the state is made); 1..k: sharded; k + 1: whole, untimed (it
+    // completes the state first, and leaves m and v fresh in cache); k + 2..2k + 1: whole
+    if (t.updates <= 2 * k + 1) {
+      t.measuring = t.updates != 0 && t.updates != k + 1;
       return t.updates <= k;
     }
     t.decided = true;

@@ -216,16 +216,20 @@ inline std::string profile_table(const plan& p, const counters& measured, std::s
     total.passes += c.passes;
     total.communication += c.communication;
     double ms = 0;
-    std::string name = o.name;
+    bool same = false, whole = false;  // rows of the same name; of the update run whole
     for (std::size_t i = 0; i < measured.operations().size(); ++i) {
       const auto& m = measured.operations()[i];
       if (m.phase != o.phase || !same_update(m.name, o.name)) continue;
       matched[i] = true;
       ms += m.seconds * per_step;  // (both rows, where some steps sharded and some did not)
-      // a plan prices Adam's update sharded; the run may have measured whole faster
-      // (optim/optimizer.hpp, sharding::measured): the row says so
-      if (m.name != o.name) name = m.name + " (planned sharded)";
+      (m.name == o.name ? same : whole) = true;
     }
+    // a plan prices Adam's update sharded; the run may have timed whole faster
+    // (optim/optimizer.hpp, sharding::measured): the row says so
+    const std::string name =
+        !whole  ? o.name
+        : !same ? o.name.substr(0, o.name.size() - 10) + " (run whole, planned sharded)"
+                : o.name + " (some steps run whole)";
     total_measured += ms;
     std::snprintf(line, sizeof line, "%-10s %9.3f %9.3f %9.3f %9.3f %9.3f %s  %s\n",
                   o.phase.c_str(), 1e3 * c.total(), 1e3 * c.compute, 1e3 * c.passes,
