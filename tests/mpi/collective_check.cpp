@@ -110,3 +110,38 @@ TEST_CASE("one rank skips a collective and calls the next: an error on every ran
   CHECK(x[0] == 1.0f);
   CHECK(in_step(m));
 }
+
+TEST_CASE("a communicator made where one was freed starts its count of collectives afresh") {
+  // MPI may give a new communicator the handle of a freed one on some ranks and not on others
+  // (here: rank 0 makes a communicator of its own in between). The count of collectives each
+  // rank keeps belongs to the communicator, not to its handle, so the new one's first call is
+  // call 1 on every rank and the check passes.
+  const int p = world().size();
+  MPI_Comm first = MPI_COMM_NULL;
+  REQUIRE(MPI_Comm_dup(MPI_COMM_WORLD, &first) == MPI_SUCCESS);
+  int one = 1;
+  mp::detail::allreduce_values(first, &one, 1, MPI_SUM, "allreduce (test)");
+  mp::detail::allreduce_values(first, &one, 1, MPI_SUM, "allreduce (test)");
+  CHECK(one == p * p);
+  const MPI_Comm freed = first;
+  REQUIRE(MPI_Comm_free(&first) == MPI_SUCCESS);
+  MPI_Comm own = MPI_COMM_NULL;  // rank 0's alone: it may take the freed handle there
+  if (world().rank() == 0) REQUIRE(MPI_Comm_dup(MPI_COMM_SELF, &own) == MPI_SUCCESS);
+  MPI_Comm second = MPI_COMM_NULL;
+  REQUIRE(MPI_Comm_dup(MPI_COMM_WORLD, &second) == MPI_SUCCESS);
+  const std::string reused = second == freed ? "has" : "does not have";
+  MESSAGE("rank " << world().rank() << ": the new communicator " << reused
+                  << " the freed one's handle");
+  int value = 1;
+  bool agreed = true;
+  try {
+    mp::detail::allreduce_values(second, &value, 1, MPI_SUM, "allreduce (test)");
+  } catch (const mp::error& e) {
+    MESSAGE(e.what());
+    agreed = false;
+  }
+  CHECK_ALL_RANKS(agreed);
+  CHECK(value == p);
+  REQUIRE(MPI_Comm_free(&second) == MPI_SUCCESS);
+  if (own != MPI_COMM_NULL) REQUIRE(MPI_Comm_free(&own) == MPI_SUCCESS);
+}

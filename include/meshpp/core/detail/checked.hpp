@@ -43,7 +43,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -298,10 +297,30 @@ struct fingerprint {
   }
 };
 
-// The number of collectives this process has started on each communicator
+// The number of collectives this process has started on each communicator, kept as an
+// attribute of the communicator: it is freed with it and starts again at 0 on a new one. (A map
+// keyed by the handle went wrong when MPI handed a freed communicator's handle to a new one on
+// some members and not on others: their counts no longer agreed.)
 inline std::uint64_t next_sequence(MPI_Comm comm) {
-  static std::map<MPI_Comm, std::uint64_t> calls;
-  return ++calls[comm];
+  static const int key = [] {
+    int k = MPI_KEYVAL_INVALID;
+    auto release = [](MPI_Comm, int, void* value, void*) -> int {
+      delete static_cast<std::uint64_t*>(value);
+      return MPI_SUCCESS;
+    };
+    checked(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, release, &k, nullptr),
+            "MPI_Comm_create_keyval");
+    return k;
+  }();
+  void* value = nullptr;
+  int found = 0;
+  checked(MPI_Comm_get_attr(comm, key, &value, &found), "MPI_Comm_get_attr");
+  if (found) return ++*static_cast<std::uint64_t*>(value);
+  auto* calls = new std::uint64_t(1);
+  const int set = MPI_Comm_set_attr(comm, key, calls);
+  if (set != MPI_SUCCESS) delete calls;
+  checked(set, "MPI_Comm_set_attr");
+  return 1;
 }
 
 // world_rank_of(comm, member): the world rank of group member `member`
