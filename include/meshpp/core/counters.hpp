@@ -46,6 +46,13 @@
 
 namespace meshpp {
 
+namespace detail {
+// what an optimizer's operation name ends with when it updated its variable sharded ("update w
+// (sharded)", optim/optimizer.hpp); plans and profiles read it back (plan/enumerate.hpp,
+// plan/search.hpp)
+inline constexpr std::string_view sharded_update_suffix = " (sharded)";
+}  // namespace detail
+
 enum class collective {
   allreduce,
   allgather,

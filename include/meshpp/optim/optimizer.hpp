@@ -384,8 +384,10 @@ class optimizer {
       const auto phase = s->mesh_counters().phase("optimizer");
       trial& t = trials_[i];
       const bool shard = sharded(*s, t);
-      const auto scope = s->mesh_counters().operation(
-          [&] { return "update " + s->name() + (shard ? " (sharded)" : ""); });
+      const auto scope = s->mesh_counters().operation([&] {
+        return "update " + s->name() +
+               std::string(shard ? detail::sharded_update_suffix : std::string_view());
+      });
       s->record_layout();  // the variable's layout first (plan/enumerate.hpp reads it)
       const bool timed = t.measuring && !s->planning();
       if (timed) s->wait_gradient();

@@ -424,7 +424,7 @@ class layout_enumeration {
         r.k = kind::reshape;
       } else if (starts("update ")) {
         r.k = kind::update;
-        r.sharded = n.ends_with(" (sharded)");  // optimizer::step names it so
+        r.sharded = n.ends_with(detail::sharded_update_suffix);  // optimizer::step names it so
       }
       for (const auto& l : o.layouts) {
         tensor_dims t;

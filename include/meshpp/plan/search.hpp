@@ -173,7 +173,7 @@ inline step_cost predict(const plan& p, const machine_model& machine) {
 // name, or an optimizer's update of the same variable that the plan priced sharded and the
 // run did whole ("update w" beside "update w (sharded)": sharding::measured chose)
 inline bool same_update(const std::string& run, const std::string& planned) {
-  constexpr std::string_view sharded = " (sharded)";
+  constexpr std::string_view sharded = detail::sharded_update_suffix;
   return run == planned ||
          (planned.starts_with("update ") && planned.ends_with(sharded) &&
           planned.size() == run.size() + sharded.size() && planned.starts_with(run));
@@ -228,7 +228,8 @@ inline std::string profile_table(const plan& p, const counters& measured, std::s
     // (optim/optimizer.hpp, sharding::measured): the row says so
     const std::string name =
         !whole  ? o.name
-        : !same ? o.name.substr(0, o.name.size() - 10) + " (run whole, planned sharded)"
+        : !same ? o.name.substr(0, o.name.size() - detail::sharded_update_suffix.size()) +
+                      " (run whole, planned sharded)"
                 : o.name + " (some steps run whole)";
     total_measured += ms;
     std::snprintf(line, sizeof line, "%-10s %9.3f %9.3f %9.3f %9.3f %9.3f %s  %s\n",
