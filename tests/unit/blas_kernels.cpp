@@ -4,7 +4,8 @@
 // OpenBLAS, switched to, after which sgemm still computes the right product; the user's
 // OPENBLAS_CORETYPE and MESHPP_BLAS_KERNELS=keep are obeyed, another MESHPP_BLAS_KERNELS
 // value named and ignored; the messages name the kernels, the CPU and why the kernels were
-// kept.
+// kept. Where the user's OPENBLAS_CORETYPE keeps AVX2 kernels on an AVX-512 CPU, they stay
+// and a warning says what they cost.
 #include <meshpp/core/environment.hpp>
 
 #include <cblas.h>
@@ -59,6 +60,21 @@ TEST_CASE("blas_kernel_advice and blas_kernel_switch_note name the kernels, the 
   CHECK(has(note, "chose its Prescott kernels"));
   CHECK(has(note, "running its SkylakeX kernels instead"));
   CHECK(has(note, "MESHPP_BLAS_KERNELS=keep"));
+}
+
+TEST_CASE("avx2_kernels_advice: the user's OPENBLAS_CORETYPE keeping AVX2 kernels on AVX-512") {
+  const std::string advice =
+      mpd::avx2_kernels_advice("Haswell", "family 26, model 2", true, "Haswell");
+  CHECK(advice.find("meshpp: OpenBLAS runs its Haswell kernels (AVX2) on a CPU with AVX-512 "
+                    "(family 26, model 2), as OPENBLAS_CORETYPE=Haswell asks") == 0);
+  CHECK(advice.find("OPENBLAS_CORETYPE=SkylakeX on every rank") != std::string::npos);
+  CHECK(advice.find("MESHPP_QUIET_BLAS=1") != std::string::npos);
+  CHECK(mpd::avx2_kernels_advice("Zen", "x", true, "Zen").find("its Zen kernels (AVX2)") !=
+        std::string::npos);
+  CHECK(mpd::avx2_kernels_advice("Haswell", "x", false, "Haswell").empty());  // no AVX-512
+  CHECK(mpd::avx2_kernels_advice("Haswell", "x", true, "").empty());  // OpenBLAS's own choice
+  CHECK(mpd::avx2_kernels_advice("SkylakeX", "x", true, "SkylakeX").empty());
+  CHECK(mpd::avx2_kernels_advice("Prescott", "x", true, "Prescott").empty());  // warned elsewhere
 }
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -151,6 +167,15 @@ TEST_CASE("choose_blas_kernels: switches a DYNAMIC_ARCH OpenBLAS off old kernels
   CHECK(std::string(openblas_get_corename()) == "Prescott");
   CHECK(std::string(std::getenv("OPENBLAS_CORETYPE")) == "Prescott");
   REQUIRE(unsetenv("OPENBLAS_CORETYPE") == 0);
+
+  if (avx512) {  // the user's Haswell kernels on an AVX-512 CPU: kept, and what they cost said
+    REQUIRE(pick("Haswell") == "Haswell");
+    REQUIRE(setenv("OPENBLAS_CORETYPE", "Haswell", 1) == 0);
+    CHECK(mpd::choose_blas_kernels().find("as OPENBLAS_CORETYPE=Haswell asks") !=
+          std::string::npos);
+    CHECK(std::string(openblas_get_corename()) == "Haswell");
+    REQUIRE(unsetenv("OPENBLAS_CORETYPE") == 0);
+  }
 
   REQUIRE(pick(now) == now);  // current kernels stay, silently
   CHECK(mpd::choose_blas_kernels().empty());
