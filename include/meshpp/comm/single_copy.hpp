@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -144,21 +145,6 @@ class remote_copy {
   bool ok_ = true;
 };
 
-// the attribute key under which a communicator's single_copy_group is cached
-inline int single_copy_key() {
-  static const int key = [] {
-    int k = MPI_KEYVAL_INVALID;
-    auto release = [](MPI_Comm, int, void* value, void*) -> int {
-      delete static_cast<single_copy_group*>(value);
-      return MPI_SUCCESS;
-    };
-    checked(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, release, &k, nullptr),
-            "MPI_Comm_create_keyval");
-    return k;
-  }();
-  return key;
-}
-
 // what each member reads of the others in the probe: a value of this process's own (its pid
 // beside "mesh"), so that a pid naming another process of the same binary does not pass
 inline std::uint64_t single_copy_token = 0;
@@ -166,11 +152,7 @@ inline std::uint64_t single_copy_token = 0;
 /// single_copy_peers(comm, site): the cached decision for comm, made on first use by every
 /// member together (collective then, free afterwards)
 inline const single_copy_group& single_copy_peers(MPI_Comm comm, const call_site& site) {
-  const int key = single_copy_key();
-  void* value = nullptr;
-  int found = 0;
-  checked(MPI_Comm_get_attr(comm, key, &value, &found), "MPI_Comm_get_attr");
-  if (found) return *static_cast<const single_copy_group*>(value);
+  if (const auto* cached = comm_attribute<single_copy_group>(comm)) return *cached;
   int p = 0;
   checked(MPI_Comm_size(comm, &p), "MPI_Comm_size");
   MPI_Comm node = MPI_COMM_NULL;
@@ -201,13 +183,10 @@ inline const single_copy_group& single_copy_peers(MPI_Comm comm, const call_site
     ok = reader.flush() && seen == cards[j].token;
   }
   checked(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce", site);
-  auto* group = new single_copy_group;
+  auto group = std::make_unique<single_copy_group>();
   if (ok)
     for (const card& c : cards) group->pids.push_back(c.pid);
-  const int set = MPI_Comm_set_attr(comm, key, group);
-  if (set != MPI_SUCCESS) delete group;
-  checked(set, "MPI_Comm_set_attr");
-  return *group;
+  return set_comm_attribute(comm, std::move(group));
 }
 
 /// share_addresses(comm, {a, b}, site): every member's two addresses, member j's at 2j and
@@ -233,10 +212,7 @@ inline bool all_copied(MPI_Comm comm, bool ok, const call_site& site) {
   int all = ok ? 1 : 0;
   checked(MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce", site);
   if (all) return true;
-  auto* none = new single_copy_group;
-  const int set = MPI_Comm_set_attr(comm, single_copy_key(), none);
-  if (set != MPI_SUCCESS) delete none;
-  checked(set, "MPI_Comm_set_attr");
+  set_comm_attribute(comm, std::make_unique<single_copy_group>());
   return false;
 }
 

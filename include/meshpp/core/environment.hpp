@@ -208,11 +208,10 @@ inline std::string choose_blas_kernels() {
   const std::string kernel = chosen;
   const auto [avx2, avx512] = cpu_vector_units();
   const std::string better(better_blas_kernels(kernel, avx2, avx512));
-  if (better.empty()) {
-    const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");  // the user's choice, if set
+  if (better.empty())
     return also(avx2_kernels_advice(kernel, cpu_model(), avx512, coretype ? coretype : ""));
-  }
-  if (std::getenv("OPENBLAS_CORETYPE") || asked == "keep")
+  if (coretype || asked == "keep")
     return also(blas_kernel_advice(kernel, cpu_model(), avx2, avx512, why_kept::asked));
   if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit ||
       setenv("OPENBLAS_CORETYPE", better.c_str(), 1) != 0)

@@ -383,13 +383,13 @@ class optimizer {
       if (!s->has_grad()) continue;
       const auto phase = s->mesh_counters().phase("optimizer");
       trial& t = trials_[i];
-      const bool shard = sharded(*s, t);
+      const update_way way = how_to_update(*s, t);
+      const bool shard = way.shard, timed = way.timed;  // (not bindings: a lambda reads shard)
       const auto scope = s->mesh_counters().operation([&] {
         return "update " + s->name() +
                std::string(shard ? detail::sharded_update_suffix : std::string_view());
       });
       s->record_layout();  // the variable's layout first (plan/enumerate.hpp reads it)
-      const bool timed = t.measuring && !s->planning();
       if (timed) s->wait_gradient();
       const auto start = std::chrono::steady_clock::now();
       s->apply(shard);
@@ -517,38 +517,38 @@ class optimizer {
   struct trial {
     static constexpr int timed_each = 2;  // updates timed sharded, then as many whole
     int updates = 0;
-    bool measuring = false;  // this update is one of the timed ones
     double whole = std::numeric_limits<double>::infinity(), shared = whole;  // fastest, s
     bool decided = false, shard = false;
   };
 
-  // sharded(s, t): whether this update of s shards (and, under measured, whether it is timed:
-  // t.measuring); at the first update after the timed ones, the agreement (collective over
-  // the variable's mesh: every rank updates the same variables the same number of times)
-  bool sharded(const detail::slot_base& s, trial& t) {
-    t.measuring = false;
-    if (sharding_ == sharding::off || !s.shardable()) return false;
+  // how_to_update(s, t): whether this update of s shards, and whether it is timed (under
+  // measured, a trial update on a mesh that runs); at the first update after the timed ones,
+  // the agreement (collective over the variable's mesh: every rank updates the same variables
+  // the same number of times)
+  struct update_way {
+    bool shard, timed;
+  };
+  update_way how_to_update(const detail::slot_base& s, trial& t) {
+    if (sharding_ == sharding::off || !s.shardable()) return {false, false};
     // nothing to share (no replicas): as under on, with nothing to time
-    if (sharding_ == sharding::on || !s.replicated()) return true;
-    if (t.decided) return t.shard;
+    if (sharding_ == sharding::on || !s.replicated()) return {true, false};
+    if (t.decided) return {t.shard, false};
     constexpr int k = trial::timed_each;
     // 0: sharded, untimed (the state is made); 1..k: sharded; k + 1: whole, untimed (it
     // completes the state first, and leaves m and v fresh in cache); k + 2..2k + 1: whole
-    if (t.updates <= 2 * k + 1) {
-      t.measuring = t.updates != 0 && t.updates != k + 1;
-      return t.updates <= k;
-    }
+    if (t.updates <= 2 * k + 1)
+      return {t.updates <= k, t.updates != 0 && t.updates != k + 1 && !s.planning()};
     t.decided = true;
     if (s.planning()) {  // a plan times nothing: it prices the update sharded
       t.shard = true;
-      return true;
+      return {true, false};
     }
     std::array<double, 2> times{t.whole, t.shared};
     detail::checked(
         MPI_Allreduce(MPI_IN_PLACE, times.data(), 2, MPI_DOUBLE, MPI_MAX, s.mesh_world()),
         "MPI_Allreduce");
     t.shard = times[1] < times[0];
-    return t.shard;
+    return {t.shard, false};
   }
 
   std::vector<std::unique_ptr<detail::slot_base>> slots_;

@@ -43,6 +43,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -297,30 +298,48 @@ struct fingerprint {
   }
 };
 
-// The number of collectives this process has started on each communicator, kept as an
-// attribute of the communicator: it is freed with it and starts again at 0 on a new one. (A map
-// keyed by the handle went wrong when MPI handed a freed communicator's handle to a new one on
-// some members and not on others: their counts no longer agreed.)
-inline std::uint64_t next_sequence(MPI_Comm comm) {
+// comm_attribute<T>(comm): the T meshpp keeps on communicator comm (an MPI attribute, one key
+// per T), or nullptr; set_comm_attribute(comm, value): keeps value there instead, freeing the
+// one before, and returns it. A value is freed with its communicator and is not copied to a
+// duplicate of it (MPI_COMM_NULL_COPY_FN).
+template <class T>
+int comm_attribute_key() {
   static const int key = [] {
     int k = MPI_KEYVAL_INVALID;
     auto release = [](MPI_Comm, int, void* value, void*) -> int {
-      delete static_cast<std::uint64_t*>(value);
+      delete static_cast<T*>(value);
       return MPI_SUCCESS;
     };
     checked(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, release, &k, nullptr),
             "MPI_Comm_create_keyval");
     return k;
   }();
+  return key;
+}
+template <class T>
+T* comm_attribute(MPI_Comm comm) {
   void* value = nullptr;
   int found = 0;
-  checked(MPI_Comm_get_attr(comm, key, &value, &found), "MPI_Comm_get_attr");
-  if (found) return ++*static_cast<std::uint64_t*>(value);
-  auto* calls = new std::uint64_t(1);
-  const int set = MPI_Comm_set_attr(comm, key, calls);
-  if (set != MPI_SUCCESS) delete calls;
-  checked(set, "MPI_Comm_set_attr");
-  return 1;
+  checked(MPI_Comm_get_attr(comm, comm_attribute_key<T>(), &value, &found), "MPI_Comm_get_attr");
+  return found ? static_cast<T*>(value) : nullptr;
+}
+template <class T>
+T& set_comm_attribute(MPI_Comm comm, std::unique_ptr<T> value) {
+  checked(MPI_Comm_set_attr(comm, comm_attribute_key<T>(), value.get()), "MPI_Comm_set_attr");
+  return *value.release();  // (on failure the unique_ptr still owns it)
+}
+
+// The number of collectives this process has started on each communicator, kept on the
+// communicator (comm_attribute): it is freed with it and starts again at 0 on a new one. (A map
+// keyed by the handle went wrong when MPI handed a freed communicator's handle to a new one on
+// some members and not on others: their counts no longer agreed.)
+struct collective_count {
+  std::uint64_t calls = 0;
+};
+inline std::uint64_t next_sequence(MPI_Comm comm) {
+  collective_count* count = comm_attribute<collective_count>(comm);
+  if (!count) count = &set_comm_attribute(comm, std::make_unique<collective_count>());
+  return ++count->calls;
 }
 
 // world_rank_of(comm, member): the world rank of group member `member`
