@@ -18,9 +18,17 @@
 // without --layout, the four in turn (bench/run)
 // Prints the usual bench line plus tokens/s, the model FLOPs, their fraction of the sgemm rate
 // (baseline_s / meshpp_s) and the model's parameters (bench/transformer_torch.py: PyTorch's).
+// Then the step's own BLAS, after the comparison, over 5 more steps: the share of the step spent
+// in cblas_sgemm and the rate those calls reach, against the same 1024 x 1024 sgemm rate
+// ("blas_share", "blas_fraction_of_sgemm"). The model's products are narrow (d_model 128, heads
+// of 32), so OpenBLAS runs them below its 1024 x 1024 rate: that rate over the step's is the most
+// the step could reach if nothing but its products took time.
 #include <cblas.h>
+#include <dlfcn.h>
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -31,6 +39,40 @@
 #include "transformer.hpp"
 
 namespace tx = transformer_example;
+
+// This program defines cblas_sgemm itself, so that every call the model makes (meshpp's einsum,
+// the example's objects) comes here first: while sgemm_clock::on, each call is timed and its
+// FLOPs counted around OpenBLAS's own (found with dlsym(RTLD_NEXT)); otherwise it goes straight
+// through.
+namespace sgemm_clock {
+bool on = false;
+double seconds = 0, flops = 0;
+}  // namespace sgemm_clock
+
+extern "C" void cblas_sgemm(const enum CBLAS_ORDER order, const enum CBLAS_TRANSPOSE trans_a,
+                            const enum CBLAS_TRANSPOSE trans_b, const blasint m, const blasint n,
+                            const blasint k, const float alpha, const float* a, const blasint lda,
+                            const float* b, const blasint ldb, const float beta, float* c,
+                            const blasint ldc) {
+  using sgemm_fn = void (*)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint,
+                            blasint, blasint, float, const float*, blasint, const float*, blasint,
+                            float, float*, blasint);
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): dlsym returns void*
+  static const auto real = reinterpret_cast<sgemm_fn>(dlsym(RTLD_NEXT, "cblas_sgemm"));
+  if (real == nullptr) {
+    std::fprintf(stderr, "bench/transformer: OpenBLAS's cblas_sgemm not found (dlsym)\n");
+    std::abort();
+  }
+  if (!sgemm_clock::on) {
+    real(order, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  real(order, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  sgemm_clock::seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  sgemm_clock::flops += 2.0 * double(m) * double(n) * double(k);
+}
 
 namespace {
 
@@ -56,6 +98,7 @@ struct sgemm_flops {
     full = static_cast<int>(flops / per);
     rest_rows = static_cast<int>((flops - full * per) / (2.0 * n * n));
   }
+  double flops() const { return 2.0 * n * n * (double(full) * n + rest_rows); }
   void run() {
     for (int i = 0; i < full; ++i)
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(),
@@ -110,6 +153,23 @@ void bench_layout(const Mesh& mesh, const tx::options& o, mp::sharding sharded) 
   // a step takes about 0.1 to 0.2 s on 2 cores: 3 s a side gives 15 to 30 alternations
   const auto t = bench::compare(
       mesh.world(), step, [&] { gemm.run(); }, 3.0);
+  // the step's own cblas_sgemm calls, over 5 more steps: their time and FLOPs summed over the
+  // ranks, against the ranks' step time and the 1024 x 1024 rate above (the gemm's FLOPs per
+  // rank in its baseline_s)
+  sgemm_clock::seconds = sgemm_clock::flops = 0;
+  sgemm_clock::on = true;
+  const auto start = std::chrono::steady_clock::now();
+  for (int k = 0; k < 5; ++k) step();
+  std::array<double, 3> clocked{
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+      sgemm_clock::seconds, sgemm_clock::flops};
+  sgemm_clock::on = false;
+  mp::detail::checked(
+      MPI_Allreduce(MPI_IN_PLACE, clocked.data(), 3, MPI_DOUBLE, MPI_SUM, MPI_Comm(mesh.world())),
+      "MPI_Allreduce");
+  const double blas_share = clocked[1] / clocked[0];
+  const double sgemm_rate = gemm.flops() / t.baseline_s;
+  const double blas_fraction = clocked[2] / clocked[1] / sgemm_rate;
   const std::string name = o.layout + " layers " + std::to_string(o.layers) + " d_model " +
                            std::to_string(o.d_model) + " batch " + std::to_string(o.batch) +
                            " seq " + std::to_string(o.seq) +
@@ -121,10 +181,10 @@ void bench_layout(const Mesh& mesh, const tx::options& o, mp::sharding sharded) 
         "{\"bench\": \"transformer\", \"case\": \"%s\", \"ranks\": %d, \"meshpp_s\": %.6e, "
         "\"baseline\": \"cblas_sgemm, same FLOPs\", \"baseline_s\": %.6e, \"time_ratio\": %.4f, "
         "\"tokens_per_second\": %.1f, \"model_flops\": %.6e, \"fraction_of_sgemm\": %.4f, "
-        "\"parameters\": %zu}\n",
+        "\"parameters\": %zu, \"blas_share\": %.4f, \"blas_fraction_of_sgemm\": %.4f}\n",
         name.c_str(), mesh.world().size(), t.meshpp_s, t.baseline_s, t.meshpp_s / t.baseline_s,
         static_cast<double>(o.batch * o.seq) / t.meshpp_s, model_flops, t.baseline_s / t.meshpp_s,
-        parameters.total);
+        parameters.total, blas_share, blas_fraction);
     std::fflush(stdout);
   }
 }
