@@ -224,6 +224,12 @@ void check_every_collective() {
       check_reduce_scatter<T, P, mp::op::max>(m, shape);
       mp::detail::reduce_scatter_block_from = from;
     }
+    {  // sums of float and double by the ring at every group size (2 members: always)
+      const auto from = mp::detail::reduce_scatter_ring_from;
+      mp::detail::reduce_scatter_ring_from = 0;
+      check_reduce_scatter<T, P, mp::op::sum>(m, shape);
+      mp::detail::reduce_scatter_ring_from = from;
+    }
     check_broadcast<T, P>(m, shape);
   }
 }
@@ -573,22 +579,31 @@ TEST_CASE("allgather, alltoall and reduce_scatter of blocks of their own sizes")
                     aa.bytes_sent == (send.size() - send_counts[me]) * sizeof(double));
 
     // reduce_scatter: member i's input is 1 + i + v at every position v of all blocks; block j
-    // goes to member j, summed: n (1 + v) + n (n - 1) / 2
+    // goes to member j, summed: n (1 + v) + n (n - 1) / 2; through MPI_Reduce_scatter and
+    // through the ring (2 members: the ring both times)
     std::vector<double> in(total), out(size_of(me));
     for (std::size_t v = 0; v < total; ++v) in[v] = 1.0 + double(me) + double(v);
-    mp::reduce_scatter<mp::over<cols>>::run_blocks(m, std::span<const double>(in),
-                                                   std::span<double>(out),
-                                                   std::span<const std::size_t>(counts));
-    std::size_t first = 0;
-    for (std::size_t j = 0; j < me; ++j) first += counts[j];
-    bool reduced = true;
-    for (std::size_t i = 0; i < out.size(); ++i)
-      reduced = reduced &&
-                out[i] == double(n) * (1.0 + double(first + i)) + double(n) * double(n - 1) / 2.0;
-    CHECK_ALL_RANKS(reduced);
-    const auto rs = m.counters().total(mp::collective::reduce_scatter);
-    CHECK_ALL_RANKS(rs.calls == 1 && rs.values == total &&
-                    rs.bytes_sent == (total - out.size()) * sizeof(double));
+    const std::size_t ring_from = mp::detail::reduce_scatter_ring_from;
+    for (const std::size_t from : {ring_from, std::size_t{0}}) {
+      CAPTURE(from);
+      mp::detail::reduce_scatter_ring_from = from;
+      m.counters().reset();
+      std::fill(out.begin(), out.end(), -1.0);
+      mp::reduce_scatter<mp::over<cols>>::run_blocks(m, std::span<const double>(in),
+                                                     std::span<double>(out),
+                                                     std::span<const std::size_t>(counts));
+      mp::detail::reduce_scatter_ring_from = ring_from;
+      std::size_t first = 0;
+      for (std::size_t j = 0; j < me; ++j) first += counts[j];
+      bool reduced = true;
+      for (std::size_t i = 0; i < out.size(); ++i)
+        reduced = reduced &&
+                  out[i] == double(n) * (1.0 + double(first + i)) + double(n) * double(n - 1) / 2.0;
+      CHECK_ALL_RANKS(reduced);
+      const auto rs = m.counters().total(mp::collective::reduce_scatter);
+      CHECK_ALL_RANKS(rs.calls == 1 && rs.values == total &&
+                      rs.bytes_sent == (total - out.size()) * sizeof(double));
+    }
 
     // counts that do not fit the buffers: an error on every rank, nothing moved
     std::vector<double> short_out(total + 1);

@@ -26,7 +26,9 @@
 // operation, its mesh dims, type and count), counts of any size (split into calls of at most
 // INT_MAX values, or strided derived datatypes), and, with MESHPP_CHECK_COLLECTIVES=1, the
 // group's agreement on the call before any data moves. Buffers are passed to MPI as they are:
-// no staging copies (but for a reduce_scatter of blocks over INT_MAX values).
+// no staging copies (but for a reduce_scatter of blocks over INT_MAX values). A reduce_scatter
+// sum of float or double runs a ring of MPI_Sendrecv calls of its own (ring_sum_scatter, below),
+// which keeps the partial sums it passes on in staging buffers over more than 2 members.
 #pragma once
 
 #include <algorithm>
@@ -46,9 +48,11 @@
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/datatype.hpp>
 
+#include "meshpp/core/blocks.hpp"
 #include "meshpp/core/counters.hpp"
 #include "meshpp/core/detail/checked.hpp"
 #include "meshpp/core/error.hpp"
+#include "meshpp/core/lanes.hpp"
 #include "meshpp/core/shape.hpp"
 
 namespace meshpp {
@@ -551,6 +555,70 @@ namespace detail {
 // MPI_Reduce_scatter_block rather than MPI_Reduce_scatter (reduce_scatter::run); tests lower
 // it to run the block form
 inline std::size_t reduce_scatter_block_from = std::size_t{32} << 20;
+
+// the mean block (bytes) from which a reduce_scatter sum of float or double over more than 2
+// members runs the ring below rather than MPI's call (2 members always run it); tests lower it
+// to run the ring at 3 and 4 ranks
+inline std::size_t reduce_scatter_ring_from = std::size_t{64} << 10;
+
+struct sum_ring_a {};  // staging<T, sum_ring_a/b>: the partial sums a ring member receives and
+struct sum_ring_b {};  // passes on, alternately (more than 2 members)
+
+// ring_sum_scatter<T>(comm, in, at, out, site): the reduce_scatter sum of blocks [at[j],
+// at[j + 1]) of in (j < p, the same offsets on every member) into out on member j, by a ring:
+// member r sends to r + 1 and receives from r - 1; at step 1 it sends its own values of block
+// r - 1 straight from in and receives the values of block r - 2 from r - 1, adds its own
+// (member r - 1's plus its own, in that order), and passes the sum on; at step p - 1 it
+// receives the sum of its own block from the others straight into out and adds its own values
+// there. Every member sends every block but its own once, as MPI_Reduce_scatter does, in p - 1
+// MPI_Sendrecv calls (in pieces of at most mpi_count_limit values, as many on every member),
+// and adds each value it receives once, in place, in SIMD batches (core/lanes.hpp). Each
+// block's sum is taken in ring order, starting at the member after its owner: a fixed order.
+// At 2 ranks it took 0.29-0.45 of MPI_Reduce_scatter_block's time from 64 KiB to 64 MiB of
+// input, where MPI_Reduce_scatter with equal counts took 0.70-1.0 (Open MPI 4.1 on an Intel
+// Xeon, 2026-12-02; README, Collectives).
+template <class T>
+void ring_sum_scatter(MPI_Comm comm, std::size_t p, std::size_t me, const T* in,
+                      std::span<const std::size_t> at, T* out, const call_site& site) {
+  auto size = [&](std::size_t b) { return at[b + 1] - at[b]; };
+  auto block_at = [&](std::size_t t) { return (me + 2 * p - 1 - t) % p; };  // t = 0: me - 1
+  std::size_t largest = 0;
+  for (std::size_t b = 0; b < p; ++b) largest = std::max(largest, size(b));
+  const int right = static_cast<int>((me + 1) % p), left = static_cast<int>((me + p - 1) % p);
+  const MPI_Datatype type = mpi_type<T>();
+  constexpr int tag = 0x7273;  // "rs"
+  const T* send = in + at[block_at(0)];
+  std::size_t sending = size(block_at(0));
+  for (std::size_t t = 1; t < p; ++t) {
+    const std::size_t b = block_at(t), n = size(b);
+    T* dst = t + 1 == p
+                 ? out
+                 : (t % 2 ? staging<T, sum_ring_a>(largest) : staging<T, sum_ring_b>(largest));
+    // pieces of the largest block: the same number of calls on every member
+    for_each_piece(std::max<std::size_t>(largest, 1), [&](std::size_t from, std::size_t c) {
+      const std::size_t out_c = from < sending ? std::min(c, sending - from) : 0;
+      const std::size_t in_c = from < n ? std::min(c, n - from) : 0;
+      checked(MPI_Sendrecv(send + std::min(from, sending), as_count(out_c), type, right, tag,
+                           dst + std::min(from, n), as_count(in_c), type, left, tag, comm,
+                           MPI_STATUS_IGNORE),
+              "MPI_Sendrecv", site);
+    });
+    for_each_lane<T>(
+        n, [](auto& d, const auto& own) { d = own + d; }, dst, in + at[b]);
+    send = dst;
+    sending = n;
+  }
+}
+
+// uses_sum_ring<Op, T>(p, in_bytes): whether reduce_scatter runs ring_sum_scatter
+template <class Op, class T>
+bool uses_sum_ring(std::size_t p, std::size_t in_bytes) {
+  if constexpr (std::is_same_v<Op, op::sum> &&
+                (std::is_same_v<T, float> || std::is_same_v<T, double>))
+    return p == 2 || in_bytes / p >= reduce_scatter_ring_from;
+  else
+    return false;
+}
 }  // namespace detail
 
 template <class Over, class Op = op::sum>
@@ -574,6 +642,14 @@ struct reduce_scatter<over<Ms...>, Op> {
     const auto& comm = g::comm(m);
     const MPI_Datatype type = detail::mpi_type<T>();
     const std::size_t n = out.size();
+    if (detail::uses_sum_ring<Op, T>(p, detail::bytes<T>(in.size()))) {
+      std::vector<std::size_t> at(p + 1);
+      for (std::size_t j = 0; j <= p; ++j) at[j] = j * n;
+      detail::ring_sum_scatter<T>(MPI_Comm(comm), p,
+                                  static_cast<std::size_t>(m.group_rank(g::mask)), in.data(),
+                                  std::span<const std::size_t>(at), out.data(), site);
+      return;
+    }
     // p blocks of c values each. Open MPI 4.1 runs MPI_Reduce_scatter and
     // MPI_Reduce_scatter_block by different algorithms: at 2 ranks here, with an input of
     // 256 KiB to 16 MiB, MPI_Reduce_scatter with equal counts took 0.68-0.87 of the block
@@ -630,6 +706,11 @@ struct reduce_scatter<over<Ms...>, Op> {
     const auto& site = *started;
     const auto& comm = g::comm(m);
     const MPI_Datatype type = detail::mpi_type<T>();
+    if (detail::uses_sum_ring<Op, T>(p, detail::bytes<T>(in.size()))) {
+      detail::ring_sum_scatter<T>(MPI_Comm(comm), p, me, in.data(),
+                                  std::span<const std::size_t>(at), out.data(), site);
+      return;
+    }
     if (at[p] <= detail::mpi_count_limit) {
       const auto c = detail::as_counts(counts, at).first;
       detail::checked(
