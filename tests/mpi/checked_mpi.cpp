@@ -104,6 +104,17 @@ TEST_CASE("collectives in pieces give the same bits as in one call") {
                                                       std::span(sum_pieces));
       });
       CHECK(sum == sum_pieces);
+      // the same through the reduce_scatter ring at every group size (2 members: as above)
+      const std::size_t ring_from = mp::detail::reduce_scatter_ring_from;
+      mp::detail::reduce_scatter_ring_from = 0;
+      std::vector<float> ring(len), ring_pieces(len);
+      mp::reduce_scatter<mp::over<rows, cols>>::run(m, std::span<const float>(in), std::span(ring));
+      with_limit(limit, [&] {
+        mp::reduce_scatter<mp::over<rows, cols>>::run(m, std::span<const float>(in),
+                                                      std::span(ring_pieces));
+      });
+      mp::detail::reduce_scatter_ring_from = ring_from;
+      CHECK(ring == ring_pieces);
     }
     {  // broadcast from the group's last member
       auto whole = mine(len), pieces = mine(len);

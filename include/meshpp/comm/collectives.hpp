@@ -567,13 +567,15 @@ struct sum_ring_b {};  // passes on, alternately (more than 2 members)
 // ring_sum_scatter<T>(comm, in, at, out, site): the reduce_scatter sum of blocks [at[j],
 // at[j + 1]) of in (j < p, the same offsets on every member) into out on member j, by a ring:
 // member r sends to r + 1 and receives from r - 1; at step 1 it sends its own values of block
-// r - 1 straight from in and receives the values of block r - 2 from r - 1, adds its own
-// (member r - 1's plus its own, in that order), and passes the sum on; at step p - 1 it
+// r - 1 straight from in and receives the values of block r - 2 from r - 1, adds its own to
+// them (its own plus member r - 1's), and passes the sum on; at step p - 1 it
 // receives the sum of its own block from the others straight into out and adds its own values
 // there. Every member sends every block but its own once, as MPI_Reduce_scatter does, in p - 1
 // MPI_Sendrecv calls (in pieces of at most mpi_count_limit values, as many on every member),
 // and adds each value it receives once, in place, in SIMD batches (core/lanes.hpp). Each
 // block's sum is taken in ring order, starting at the member after its owner: a fixed order.
+// Over more than 2 members the partial sums pass through two staging buffers of the largest
+// block, kept for the thread (core/blocks.hpp). in and out must not overlap, as in MPI.
 // At 2 ranks it took 0.29-0.45 of MPI_Reduce_scatter_block's time from 64 KiB to 64 MiB of
 // input, where MPI_Reduce_scatter with equal counts took 0.70-1.0 (Open MPI 4.1 on an Intel
 // Xeon, 2026-12-02; README, Collectives).
@@ -610,14 +612,16 @@ void ring_sum_scatter(MPI_Comm comm, std::size_t p, std::size_t me, const T* in,
   }
 }
 
-// uses_sum_ring<Op, T>(p, in_bytes): whether reduce_scatter runs ring_sum_scatter
+// sum_ring_type<Op, T>: reduce_scatter may run ring_sum_scatter (a sum of float or double; a
+// compile-time test, so that types SIMD batches do not take, long double, still compile)
 template <class Op, class T>
-bool uses_sum_ring(std::size_t p, std::size_t in_bytes) {
-  if constexpr (std::is_same_v<Op, op::sum> &&
-                (std::is_same_v<T, float> || std::is_same_v<T, double>))
-    return p == 2 || in_bytes / p >= reduce_scatter_ring_from;
-  else
-    return false;
+inline constexpr bool sum_ring_type = std::is_same_v<Op, op::sum> &&
+                                      (std::is_same_v<T, float> || std::is_same_v<T, double>);
+
+// uses_sum_ring(p, in_bytes): whether such a reduce_scatter runs the ring (the same answer on
+// every member: p and the input size are every member's)
+inline bool uses_sum_ring(std::size_t p, std::size_t in_bytes) {
+  return p == 2 || in_bytes / p >= reduce_scatter_ring_from;
 }
 }  // namespace detail
 
@@ -642,13 +646,15 @@ struct reduce_scatter<over<Ms...>, Op> {
     const auto& comm = g::comm(m);
     const MPI_Datatype type = detail::mpi_type<T>();
     const std::size_t n = out.size();
-    if (detail::uses_sum_ring<Op, T>(p, detail::bytes<T>(in.size()))) {
-      std::vector<std::size_t> at(p + 1);
-      for (std::size_t j = 0; j <= p; ++j) at[j] = j * n;
-      detail::ring_sum_scatter<T>(MPI_Comm(comm), p,
-                                  static_cast<std::size_t>(m.group_rank(g::mask)), in.data(),
-                                  std::span<const std::size_t>(at), out.data(), site);
-      return;
+    if constexpr (detail::sum_ring_type<Op, T>) {
+      if (detail::uses_sum_ring(p, detail::bytes<T>(in.size()))) {
+        std::vector<std::size_t> at(p + 1);
+        for (std::size_t j = 0; j <= p; ++j) at[j] = j * n;
+        detail::ring_sum_scatter<T>(MPI_Comm(comm), p,
+                                    static_cast<std::size_t>(m.group_rank(g::mask)), in.data(),
+                                    std::span<const std::size_t>(at), out.data(), site);
+        return;
+      }
     }
     // p blocks of c values each. Open MPI 4.1 runs MPI_Reduce_scatter and
     // MPI_Reduce_scatter_block by different algorithms: at 2 ranks here, with an input of
@@ -706,10 +712,12 @@ struct reduce_scatter<over<Ms...>, Op> {
     const auto& site = *started;
     const auto& comm = g::comm(m);
     const MPI_Datatype type = detail::mpi_type<T>();
-    if (detail::uses_sum_ring<Op, T>(p, detail::bytes<T>(in.size()))) {
-      detail::ring_sum_scatter<T>(MPI_Comm(comm), p, me, in.data(),
-                                  std::span<const std::size_t>(at), out.data(), site);
-      return;
+    if constexpr (detail::sum_ring_type<Op, T>) {
+      if (detail::uses_sum_ring(p, detail::bytes<T>(in.size()))) {
+        detail::ring_sum_scatter<T>(MPI_Comm(comm), p, me, in.data(),
+                                    std::span<const std::size_t>(at), out.data(), site);
+        return;
+      }
     }
     if (at[p] <= detail::mpi_count_limit) {
       const auto c = detail::as_counts(counts, at).first;
