@@ -2,8 +2,8 @@
 // sub-communicator and the counters) against a raw MPI_Allreduce of the same bytes on
 // MPI_COMM_WORLD, in place, 4 KiB to 64 MiB; and its reduce_scatter<over<all>> (a sum of
 // floats: at 2 ranks, and from 64 KiB a block at more, meshpp's ring of MPI_Sendrecv,
-// comm/collectives.hpp) against the raw
-// MPI_Reduce_scatter_block of the same blocks, 64 KiB to 64 MiB of input.
+// comm/collectives.hpp) against the raw MPI_Reduce_scatter_block of the same blocks, 64 KiB to
+// 64 MiB of input.
 #include <meshpp/meshpp.hpp>
 
 #include <span>

@@ -32,6 +32,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -562,41 +563,30 @@ inline std::size_t reduce_scatter_block_from = std::size_t{32} << 20;
 inline std::size_t reduce_scatter_ring_from = std::size_t{64} << 10;
 
 struct sum_ring_a {};  // staging<T, sum_ring_a/b>: the partial sums a ring member receives and
-struct sum_ring_b {};  // passes on, alternately (more than 2 members)
+struct sum_ring_b {};  // passes on, alternately (ring_sum_scatter over more than 2 members)
 
-// ring_sum_scatter<T>(comm, in, at, out, site): the reduce_scatter sum of blocks [at[j],
-// at[j + 1]) of in (j < p, the same offsets on every member) into out on member j, by a ring:
-// member r sends to r + 1 and receives from r - 1; at step 1 it sends its own values of block
-// r - 1 straight from in and receives the values of block r - 2 from r - 1, adds its own to
-// them (its own plus member r - 1's), and passes the sum on; at step p - 1 it
-// receives the sum of its own block from the others straight into out and adds its own values
-// there. Every member sends every block but its own once, as MPI_Reduce_scatter does, in p - 1
-// MPI_Sendrecv calls (in pieces of at most mpi_count_limit values, as many on every member),
-// and adds each value it receives once, in place, in SIMD batches (core/lanes.hpp). Each
-// block's sum is taken in ring order, starting at the member after its owner: a fixed order.
-// Over more than 2 members the partial sums pass through two staging buffers of the largest
-// block, kept for the thread (core/blocks.hpp). in and out must not overlap, as in MPI.
-// At 2 ranks it took 0.29-0.45 of MPI_Reduce_scatter_block's time from 64 KiB to 64 MiB of
-// input, where MPI_Reduce_scatter with equal counts took 0.70-1.0 (Open MPI 4.1 on an Intel
-// Xeon, 2026-12-02; README, Collectives).
-template <class T>
-void ring_sum_scatter(MPI_Comm comm, std::size_t p, std::size_t me, const T* in,
-                      std::span<const std::size_t> at, T* out, const call_site& site) {
-  auto size = [&](std::size_t b) { return at[b + 1] - at[b]; };
+// ring_pass<T>(comm, p, me, largest, size, first, spare, out, add, site, tag): the schedule of
+// meshpp's reduce-scatter rings (ring_sum_scatter below; comm/reduce_scatter_ring.hpp, whose
+// blocks a gemm makes). Member r sends to r + 1 and receives from r - 1 in p - 1 MPI_Sendrecv
+// calls: at step t (1 .. p - 1) it sends what it holds of block (r - t) mod p (`first` at step
+// 1: block r - 1) and receives the partial sum of block (r - 1 - t) mod p into whichever of
+// spare[0] and spare[1] it is not sending from (at the last step its own block, r, into out);
+// add(b, dst) then adds its own part of block b there. Each block's sum is so taken in ring
+// order, from the member after its owner to the owner: a fixed order. size(b): block b's
+// values, largest the largest of them (every member's); messages go in pieces of the largest
+// block, at most mpi_count_limit values each, as many calls on every member.
+template <class T, class Size, class Add>
+void ring_pass(MPI_Comm comm, std::size_t p, std::size_t me, std::size_t largest, Size&& size,
+               const T* first, std::array<T*, 2> spare, T* out, Add&& add, const call_site& site,
+               int tag) {
   auto block_at = [&](std::size_t t) { return (me + 2 * p - 1 - t) % p; };  // t = 0: me - 1
-  std::size_t largest = 0;
-  for (std::size_t b = 0; b < p; ++b) largest = std::max(largest, size(b));
   const int right = static_cast<int>((me + 1) % p), left = static_cast<int>((me + p - 1) % p);
   const MPI_Datatype type = mpi_type<T>();
-  constexpr int tag = 0x7273;  // "rs"
-  const T* send = in + at[block_at(0)];
+  const T* send = first;
   std::size_t sending = size(block_at(0));
   for (std::size_t t = 1; t < p; ++t) {
     const std::size_t b = block_at(t), n = size(b);
-    T* dst = t + 1 == p
-                 ? out
-                 : (t % 2 ? staging<T, sum_ring_a>(largest) : staging<T, sum_ring_b>(largest));
-    // pieces of the largest block: the same number of calls on every member
+    T* dst = t + 1 == p ? out : (send == spare[0] ? spare[1] : spare[0]);
     for_each_piece(std::max<std::size_t>(largest, 1), [&](std::size_t from, std::size_t c) {
       const std::size_t out_c = from < sending ? std::min(c, sending - from) : 0;
       const std::size_t in_c = from < n ? std::min(c, n - from) : 0;
@@ -605,11 +595,38 @@ void ring_sum_scatter(MPI_Comm comm, std::size_t p, std::size_t me, const T* in,
                            MPI_STATUS_IGNORE),
               "MPI_Sendrecv", site);
     });
-    for_each_lane<T>(
-        n, [](auto& d, const auto& own) { d = own + d; }, dst, in + at[b]);
+    add(b, dst);
     send = dst;
     sending = n;
   }
+}
+
+// ring_sum_scatter<T>(comm, p, me, in, at, out, site): the reduce_scatter sum of blocks [at[j],
+// at[j + 1]) of in (j < p, the same offsets on every member) into out on member j, by
+// ring_pass: the first message goes straight from in, and each member adds its own values to
+// what it receives in place, in SIMD batches (core/lanes.hpp). Every member sends every block
+// but its own once, as MPI_Reduce_scatter does. Over more than 2 members the partial sums pass
+// through two staging buffers of the largest block, kept for the thread (core/blocks.hpp). in
+// and out must not overlap, as in MPI.
+// At 2 ranks it took 0.29-0.45 of MPI_Reduce_scatter_block's time from 64 KiB to 64 MiB of
+// input, where MPI_Reduce_scatter with equal counts took 0.70-1.0 (Open MPI 4.1 on an Intel
+// Xeon, 2026-12-02; README, Collectives).
+template <class T>
+void ring_sum_scatter(MPI_Comm comm, std::size_t p, std::size_t me, const T* in,
+                      std::span<const std::size_t> at, T* out, const call_site& site) {
+  auto size = [&](std::size_t b) { return at[b + 1] - at[b]; };
+  std::size_t largest = 0;
+  for (std::size_t b = 0; b < p; ++b) largest = std::max(largest, size(b));
+  const std::array<T*, 2> spare{p > 2 ? staging<T, sum_ring_a>(largest) : nullptr,
+                                p > 2 ? staging<T, sum_ring_b>(largest) : nullptr};
+  constexpr int tag = 0x7273;  // "rs"
+  ring_pass<T>(
+      comm, p, me, largest, size, in + at[(me + p - 1) % p], spare, out,
+      [&](std::size_t b, T* dst) {
+        for_each_lane<T>(
+            size(b), [](auto& d, const auto& own) { d = own + d; }, dst, in + at[b]);
+      },
+      site, tag);
 }
 
 // sum_ring_type<Op, T>: reduce_scatter may run ring_sum_scatter (a sum of float or double; a

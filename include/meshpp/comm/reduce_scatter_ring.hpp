@@ -41,7 +41,9 @@ struct ring_sent {};      // staging<T, ring_sent>: the partial block this membe
 struct ring_received {};  // staging<T, ring_received>: the one it receives (more than 2 members)
 
 // ring_reduce_scatter<T>(comm, out, make): the ring of the header comment over `comm`, this
-// member's summed block into out; not counted (the callers count what they stand for)
+// member's summed block into out (ring_pass, comm/collectives.hpp: the first block made into
+// one staging buffer, the partial sums received into the other and back); not counted (the
+// callers count what they stand for)
 template <class T, class Make>
 void ring_reduce_scatter(const boost::mpi::communicator& comm, std::span<T> out, Make&& make) {
   const std::size_t p = static_cast<std::size_t>(comm.size());
@@ -51,26 +53,14 @@ void ring_reduce_scatter(const boost::mpi::communicator& comm, std::span<T> out,
     return;
   }
   const std::size_t me = static_cast<std::size_t>(comm.rank());
-  const int right = static_cast<int>((me + 1) % p), left = static_cast<int>((me + p - 1) % p);
-  auto block_at = [&](std::size_t t) { return (me + 2 * p - 1 - t) % p; };
   T* send = staging<T, ring_sent>(block);
   T* recv = p > 2 ? staging<T, ring_received>(block) : nullptr;
-  make(block_at(0), send, false);
-  const MPI_Datatype type = mpi_type<T>();
+  make((me + p - 1) % p, send, false);
   const call_site site{"reduce_scatter (ring)", 0, {}, type_name<T>(), block};
   constexpr int tag = 0x7267;  // "rg": the ring's blocks
-  for (std::size_t t = 1; t < p; ++t) {
-    T* dst = t + 1 == p ? out.data() : recv;
-    for (std::size_t at = 0; at < block;) {  // one call unless a block outgrows MPI's int
-      const std::size_t c = std::min(block - at, mpi_count_limit);
-      checked(MPI_Sendrecv(send + at, as_count(c), type, right, tag, dst + at, as_count(c), type,
-                           left, tag, MPI_Comm(comm), MPI_STATUS_IGNORE),
-              "MPI_Sendrecv", site);
-      at += c;
-    }
-    make(block_at(t), dst, true);
-    if (t + 1 < p) std::swap(send, recv);
-  }
+  ring_pass<T>(
+      MPI_Comm(comm), p, me, block, [&](std::size_t) { return block; }, send, {send, recv},
+      out.data(), [&](std::size_t b, T* dst) { make(b, dst, true); }, site, tag);
 }
 
 // what both ring policies answer before running: members(mesh), p, the size of the group
