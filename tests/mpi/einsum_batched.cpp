@@ -1,7 +1,8 @@
-// Batched einsum: batch dims leading (gemm straight on the slices), not leading (the copy
-// path), in another order in each operand and the output, split in one operand only. Every
-// result is compared with a single-rank reference (einsum_check.hpp) and every einsum's
-// counters are checked. Runs at any rank count: meshes are built from the communicator's size.
+// Batched einsum: batch dims leading (gemm straight on the slices), between the dims of
+// strided matrices (gemm in place, rows ld apart), not leading (the copy path), in another
+// order in each operand and the output, split in one operand only. Every result is compared with a
+// single-rank reference (einsum_check.hpp) and every einsum's counters are checked. Runs at any
+// rank count: meshes are built from the communicator's size.
 #include <cstdint>
 #include <type_traits>
 
@@ -42,6 +43,43 @@ void attention(Want&& want_for) {
     const auto k = make<tensor_t<R, T, b, h, t, d>>(m, sizes, 2);
     check<mp::shape<b, h, s, t>>(q, k, sizes, want_for(m));
     if constexpr (every) check<mp::shape<b, h, t, s>>(q, k, sizes, want_for(m));
+  }
+}
+
+// Attention with the heads beside the features, [b, s, h, d] (as a projection writes them):
+// every operand and output is a batch over (b, h) of matrices whose rows lie h * d apart, read
+// and written in place. q[b, s, h, d] x k[b, t, h, d] -> [b, h, s, t] (a strided, b strided and
+// transposed); p[b, h, s, t] x v[b, t, h, d] -> [b, s, h, d] (b strided, the output strided)
+// and -> [b, d, h, s] (the output strided and transposed); v x p -> [b, h, d, s] (a strided and
+// transposed). With nothing but these dims split (b, h, s or d, never t, which the
+// einsums that copy nothing take whole), no einsum copies an operand or its output.
+template <class T, class Rules, class WantQK, class WantPV>
+void strided(WantQK&& want_qk, WantPV&& want_pv) {
+  using R = Rules;
+  for (const auto& shape : einsum_test::mesh_shapes()) {
+    const mesh_t m(shape);
+    CAPTURE(m.describe());
+    const auto q = make<tensor_t<R, T, b, s, h, d>>(m, sizes, 1);
+    const auto k = make<tensor_t<R, T, b, t, h, d>>(m, sizes, 2);
+    const auto p = make<tensor_t<R, T, b, h, s, t>>(m, sizes, 3);
+    check<mp::shape<b, h, s, t>>(q, k, sizes, want_qk(m));
+    check<mp::shape<b, s, h, d>>(p, k, sizes, want_pv(m));
+    check<mp::shape<b, d, h, s>>(p, k, sizes, want_pv(m));
+    check<mp::shape<b, h, d, s>>(k, p, sizes, want_pv(m));
+    // in place: the einsums stream no bytes through copies
+    m.counters().by_operation(true);
+    (void)mp::einsum<mp::shape<b, h, s, t>>(q, k);
+    (void)mp::einsum<mp::shape<b, s, h, d>>(p, k);
+    (void)mp::einsum<mp::shape<b, d, h, s>>(p, k);
+    (void)mp::einsum<mp::shape<b, h, d, s>>(k, p);
+    std::uint64_t streamed = 0;
+    std::size_t einsums = 0;
+    for (const auto& o : m.counters().operations()) {
+      if (o.name.starts_with("einsum ")) streamed += o.bytes_streamed, einsums += o.runs;
+    }
+    m.counters().by_operation(false);
+    CHECK_ALL_RANKS(einsums == 4);
+    CHECK_ALL_RANKS(streamed == 0);
   }
 }
 
@@ -94,6 +132,28 @@ TEST_CASE("batched einsum, batch dim not leading: the copy path") {
   SUBCASE("int") {
     batch_not_leading<int, mp::layout<mp::split<s, rows>, mp::split<d, cols>>, false>(
         [](const auto& m) { return allreduce_over(over_cols, 8 / m.template size<cols>()); });
+  }
+}
+
+TEST_CASE("batched einsum, strided matrices read and written in place") {
+  const auto none = [](const auto&) { return no_allreduce(8); };
+  SUBCASE("replicated") { strided<double, mp::layout<>>(none, none); }
+  SUBCASE("batch dims split") {
+    strided<double, mp::layout<mp::split<b, rows>, mp::split<h, cols>>>(none, none);
+  }
+  SUBCASE("a row dim and a batch dim split") {
+    strided<double, mp::layout<mp::split<s, rows>, mp::split<h, cols>>>(none, none);
+  }
+  SUBCASE("the features split: q x k allreduces over them") {
+    strided<double, mp::layout<mp::split<b, rows>, mp::split<d, cols>>>(
+        [](const auto& m) { return allreduce_over(over_cols, 8 / m.template size<cols>()); }, none);
+  }
+  SUBCASE("float") {
+    strided<float, mp::layout<mp::split<h, rows>, mp::split<s, cols>>>(none, none);
+  }
+  SUBCASE("int: the plain loop takes the same strides") {
+    strided<int, mp::layout<mp::split<b, rows>, mp::split<d, cols>>>(
+        [](const auto& m) { return allreduce_over(over_cols, 8 / m.template size<cols>()); }, none);
   }
 }
 

@@ -13,9 +13,13 @@
 // this is a batched matrix product C[batch, M, N] = A[batch, M, K] B[batch, K, N], one
 // cblas_sgemm/dgemm per batch index. An operand goes to gemm as it lies when it is a tensor
 // whose dims are already [batch..., M..., K...] or [batch..., K..., M...] (gemm transposes
-// it); otherwise it is copied once, in one fused pass, into that order (an expression operand
-// is evaluated straight into it). The output is written in place when it is [batch, M, N] or
-// [batch, N, M] (computed as B^T A^T), else through one transposing copy.
+// it), or, with batch dims, whose M dims stand together and K dims stand together and last,
+// or the other way round, the batch dims anywhere else: matrices whose rows lie a leading
+// dimension apart, each batch dim with its own stride (attention's q[b, s, h, d]: [s, d]
+// matrices for each (b, h), rows h * d apart). Otherwise it is copied once, in one fused pass,
+// into [batch..., M..., K...] (an expression operand is evaluated straight into it). The
+// output is written in place when it is [batch, M, N] or [batch, N, M] (computed as B^T A^T)
+// or strided so, else through one transposing copy.
 // Then one allreduce runs over the mesh dims that the summed dims are split over.
 //
 // Here: the public einsum and its dispatch. The compile-time plan is in
@@ -24,6 +28,7 @@
 // reduce_scatter of a finished partial product in ops/detail/reduce_scatter.hpp.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -118,8 +123,9 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
   // split; the final allreduce completes them).
   const auto& ra = summed_out<typename plan::a_only>(a);
   const auto& rb = summed_out<typename plan::b_only>(b);
-  auto ga = prepare<typename plan::a_order, typename plan::a_order_t, L, T>(ra, mesh);
-  auto gb = prepare<typename plan::b_order, typename plan::b_order_t, L, T>(rb, mesh);
+  using batch = typename plan::batch;
+  auto ga = prepare_batched<batch, typename plan::m, typename plan::contract, L, T>(ra, mesh);
+  auto gb = prepare_batched<batch, typename plan::contract, typename plan::n, L, T>(rb, mesh);
 
   const std::size_t nb = product_of(fr_c, 0, plan::batch::rank);
   const std::size_t m = product_of(fr_c, plan::batch::rank, plan::m::rank);
@@ -168,30 +174,46 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
         return out;
       }
     }
+    // the output written in place: as [batch, M, N] (or strided so: rows ld apart, each batch
+    // dim its own stride) or transposed, computed as C^T = B^T A^T; else into a buffer in
+    // [batch, M, N], then one transposing copy
+    constexpr bool out_strided =
+        !out_is_c && !out_is_ct && strided_fit_v<Out, batch, typename plan::m, typename plan::n>;
+    constexpr bool out_strided_t = !out_is_c && !out_is_ct && !out_strided &&
+                                   strided_fit_v<Out, batch, typename plan::n, typename plan::m>;
+    constexpr bool out_transposed = out_is_ct || out_strided_t;
+    constexpr bool out_copied = !out_is_c && !out_is_ct && !out_strided && !out_strided_t;
+    batched_operand<T, batch::rank> gc;
     scratch<T> c_buffer;  // overwritten whole by gemm
     T* c = out.local().data();
-    if constexpr (!out_is_c && !out_is_ct) {
+    if constexpr (out_copied) {
       c_buffer.resize(nb * m * n);
       c = c_buffer.data();
+      matrix_strides<typename plan::c_order, batch, typename plan::m, typename plan::n>(
+          gc, fr_c.extent);
+    } else if constexpr (out_transposed) {
+      matrix_strides<Out, batch, typename plan::n, typename plan::m>(gc, out.local_shape());
+    } else {
+      matrix_strides<Out, batch, typename plan::m, typename plan::n>(gc, out.local_shape());
     }
-    const std::size_t lda = ga.transposed ? m : k;
-    const std::size_t ldb = gb.transposed ? k : n;
+    std::array<std::size_t, batch::rank> batch_extent{};
+    for (std::size_t j = 0; j < batch::rank; ++j) batch_extent[j] = fr_c.extent[j];
     for (std::size_t i = 0; i < (mesh.planning() ? 0 : nb); ++i) {  // (a plan: no products)
-      const T* ai = ga.data + i * m * k;
-      const T* bi = gb.data + i * k * n;
-      T* ci = c + i * m * n;
-      if constexpr (out_is_ct) {  // C^T = B^T A^T
-        gemm<T>(!gb.transposed, !ga.transposed, n, m, k, bi, ldb, ai, lda, ci, m);
+      const T* ai = ga.data + batch_offset(i, batch_extent, ga.batch_stride);
+      const T* bi = gb.data + batch_offset(i, batch_extent, gb.batch_stride);
+      T* ci = c + batch_offset(i, batch_extent, gc.batch_stride);
+      if constexpr (out_transposed) {  // C^T = B^T A^T
+        gemm<T>(!gb.transposed, !ga.transposed, n, m, k, bi, gb.ld, ai, ga.ld, ci, gc.ld);
       } else {
-        gemm<T>(ga.transposed, gb.transposed, m, n, k, ai, lda, bi, ldb, ci, n);
+        gemm<T>(ga.transposed, gb.transposed, m, n, k, ai, ga.ld, bi, gb.ld, ci, gc.ld);
       }
     }
-    if constexpr (!out_is_c && !out_is_ct) {
+    if constexpr (out_copied) {
       mesh.counters().streamed([&] { return 2 * nb * m * n * sizeof(T); });  // read, written
       if (!mesh.planning())
         copy_permuted<typename plan::c_order, Out>(c, fr_c.extent, out.local().data());
     }
-    if constexpr (out_is_ct)
+    if constexpr (out_transposed)
       mesh.counters().record_einsum(2ull * nb * m * n * k,
                                     {n, m, k, !gb.transposed, !ga.transposed}, nb);
     else

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <type_traits>
+#include <utility>
 
 #include "meshpp/core/blocks.hpp"
 #include "meshpp/core/layout.hpp"
@@ -65,6 +66,100 @@ gemm_operand<T> prepare(const X& x, const Mesh& m) {
   evaluate_into(e, fr, g.buffer.data());
   g.data = g.buffer.data();
   return g;
+}
+
+// strided_fit_v<S, Batch, Outer, Inner>: a row-major slice of dims S (exactly Batch, Outer and
+// Inner, all non-empty) reads in place as one matrix [Outer, Inner] per index of the Batch dims:
+// Inner's dims stand last in S, in Inner's order (their merged index has unit stride), Outer's
+// stand together in Outer's order (rows one stride apart: the leading dimension), and the Batch
+// dims anywhere else, each with its own stride. Attention's q[b, s, h, d] is [s, d] matrices
+// for batch dims (b, h), rows h*d apart.
+template <class S, class Group, std::size_t... I>
+constexpr bool stands_together(std::size_t first, std::index_sequence<I...>) {
+  return ((index_of_v<S, dim_at_t<Group, I>> == first + I) && ...);
+}
+template <class S, class Batch, class Outer, class Inner>
+inline constexpr bool strided_fit_v = [] {
+  if constexpr (Batch::rank == 0 || Outer::rank == 0 || Inner::rank == 0 ||
+                S::rank != Batch::rank + Outer::rank + Inner::rank ||
+                !(contains_all_v<S, Batch> && contains_all_v<S, Outer> &&
+                  contains_all_v<S, Inner>)) {
+    return false;
+  } else {
+    return stands_together<S, Inner>(S::rank - Inner::rank,
+                                     std::make_index_sequence<Inner::rank>{}) &&
+           stands_together<S, Outer>(index_of_v<S, dim_at_t<Outer, 0>>,
+                                     std::make_index_sequence<Outer::rank>{});
+  }
+}();
+
+/// An operand (or the output) as a batch of matrices: gemm_operand's data and orientation, the
+/// distance between the rows of each matrix (ld) and each batch dim's stride, in elements.
+template <class T, std::size_t NB>
+struct batched_operand : gemm_operand<T> {
+  std::size_t ld = 0;
+  std::array<std::size_t, NB> batch_stride{};
+};
+
+// matrix_strides<Sh, Batch, Outer, Inner>(op, extent): op's ld (rows indexed by Outer) and
+// batch strides, for row-major data of dims Sh with the given extents (an empty Outer: one row)
+template <class Sh, class Batch, class Outer, class Inner, class T, std::size_t NB, class E>
+void matrix_strides(batched_operand<T, NB>& op, const E& extent) {
+  const auto st = row_major_strides<Sh::rank>(extent);
+  if constexpr (Outer::rank > 0) {
+    op.ld = static_cast<std::size_t>(st[index_of_v<Sh, dim_at_t<Outer, Outer::rank - 1>>]);
+  } else {
+    op.ld = 1;
+    for_each_index<Inner::rank>(
+        [&](auto i) { op.ld *= extent[index_of_v<Sh, dim_at_t<Inner, i.value>>]; });
+  }
+  op.ld = std::max<std::size_t>(op.ld, 1);  // BLAS wants at least 1, even for empty matrices
+  for_each_index<Batch::rank>([&](auto i) {
+    op.batch_stride[i] = static_cast<std::size_t>(st[index_of_v<Sh, dim_at_t<Batch, i.value>>]);
+  });
+}
+
+// prepare_batched<Batch, Rows, Cols, Layout, T>(x, mesh): x as a batch of [Rows, Cols] matrices
+// for gemm (transposed: [Cols, Rows]): in place where x is a tensor split exactly as Layout
+// says and lying as [Batch, Rows, Cols], [Batch, Cols, Rows] or, with batch dims, strided so
+// (strided_fit_v); else copied once into [Batch, Rows, Cols] (prepare).
+template <class Batch, class Rows, class Cols, class Layout, class T, class X, class Mesh>
+batched_operand<T, Batch::rank> prepare_batched(const X& x, const Mesh& m) {
+  using Order = shape_concat_t<shape_concat_t<Batch, Rows>, Cols>;
+  using OrderT = shape_concat_t<shape_concat_t<Batch, Cols>, Rows>;
+  batched_operand<T, Batch::rank> op;
+  if constexpr (is_tensor_v<X>) {
+    using S = typename X::shape_type;
+    constexpr bool in_place = std::is_same_v<typename X::layout_type, layout_for_t<Layout, S>> &&
+                              std::is_same_v<typename X::value_type, T>;
+    if constexpr (in_place && (std::is_same_v<S, Order> || strided_fit_v<S, Batch, Rows, Cols>)) {
+      op.data = x.local().data();
+      matrix_strides<S, Batch, Rows, Cols>(op, x.local_shape());
+      return op;
+    } else if constexpr (in_place &&
+                         (std::is_same_v<S, OrderT> || strided_fit_v<S, Batch, Cols, Rows>)) {
+      op.data = x.local().data();
+      op.transposed = true;
+      matrix_strides<S, Batch, Cols, Rows>(op, x.local_shape());
+      return op;
+    }
+  }
+  static_cast<gemm_operand<T>&>(op) = prepare<Order, OrderT, Layout, T>(x, m);
+  const frame<Order> fr = local_frame<Order, layout_for_t<Layout, Order>>(m, as_expression(x));
+  matrix_strides<Order, Batch, Rows, Cols>(op, fr.extent);
+  return op;
+}
+
+// batch_offset(i, extent, stride): the offset of batch index i (row-major over extent)
+template <std::size_t NB>
+std::size_t batch_offset(std::size_t i, const std::array<std::size_t, NB>& extent,
+                         const std::array<std::size_t, NB>& stride) {
+  std::size_t offset = 0;
+  for (std::size_t j = NB; j-- > 0;) {
+    offset += (i % extent[j]) * stride[j];
+    i /= extent[j];
+  }
+  return offset;
 }
 
 // gemm<T>(...): c = a b (accumulate false) or c += a b (true), row-major, a and b optionally
