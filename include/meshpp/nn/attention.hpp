@@ -9,12 +9,12 @@
 // Memory is a second name for the positions, the keys' and values' position dim: the scores
 // s[heads, length, memory_length] need both at once, and names are types. With X the dims of x
 // other than Length and Model (batch, ...), and x_m = rename<Length, Memory>(x):
-//   q = einsum(x,   wq[Model, Heads, Key])   / sqrt(d_k)    [X, Heads, Length, Key]
-//   k = einsum(x_m, wk[Model, Heads, Key])                  [X, Heads, Memory, Key]
-//   v = einsum(x_m, wv[Model, Heads, Value])                [X, Heads, Memory, Value]
+//   q = einsum(x,   wq[Model, Heads, Key])   / sqrt(d_k)    [X, Length, Heads, Key]
+//   k = einsum(x_m, wk[Model, Heads, Key])                  [X, Memory, Heads, Key]
+//   v = einsum(x_m, wv[Model, Heads, Value])                [X, Memory, Heads, Value]
 //   s = einsum(q, k)                                        [X, Heads, Length, Memory]
 //   p = softmax<Memory>(s, memory <= length) (causal; else softmax<Memory>(s)), then dropout
-//   o = einsum(p, v)                                        [X, Heads, Length, Value]
+//   o = einsum(p, v)                                        [X, Length, Heads, Value]
 //   y = einsum(o, wo[Heads, Value, Model])                  [x's dims]
 // Communication, as the layouts imply (the paper's model-parallel layout splits Heads over cols,
 // its data-parallel one the batch over rows):
@@ -126,11 +126,15 @@ class multihead_attention {
                   "meshpp::nn::multihead_attention(x): x must not have the Memory, Heads, Key "
                   "or Value dims");
     using rest = shape_difference_t<XS, shape<Length, Model>>;
-    using q_shape = shape_concat_t<rest, shape<Heads, Length, Key>>;
-    using k_shape = shape_concat_t<rest, shape<Heads, Memory, Key>>;
-    using v_shape = shape_concat_t<rest, shape<Heads, Memory, Value>>;
+    // q, k, v and o keep the heads beside the features ([X, Length, Heads, Key]), as the
+    // projections' gemms write them: the products per head read and write them in place, as
+    // matrices whose rows lie Heads x Key apart (ops/einsum.hpp), and no einsum of the layer,
+    // forward or backward, copies an operand or a result into another order
+    using q_shape = shape_concat_t<rest, shape<Length, Heads, Key>>;
+    using k_shape = shape_concat_t<rest, shape<Memory, Heads, Key>>;
+    using v_shape = shape_concat_t<rest, shape<Memory, Heads, Value>>;
     using s_shape = shape_concat_t<rest, shape<Heads, Length, Memory>>;
-    using o_shape = shape_concat_t<rest, shape<Heads, Length, Value>>;
+    using o_shape = shape_concat_t<rest, shape<Length, Heads, Value>>;
 
     const auto scale =
         static_cast<T>(1.0 / std::sqrt(static_cast<double>(wq_.value().template extent<Key>())));
