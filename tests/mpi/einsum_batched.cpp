@@ -48,11 +48,12 @@ void attention(Want&& want_for) {
 
 // Attention with the heads beside the features, [b, s, h, d] (as a projection writes them):
 // every operand and output is a batch over (b, h) of matrices whose rows lie h * d apart, read
-// and written in place. q[b, s, h, d] x k[b, t, h, d] -> [b, h, s, t] (a strided, b strided and
-// transposed); p[b, h, s, t] x v[b, t, h, d] -> [b, s, h, d] (b strided, the output strided)
-// and -> [b, d, h, s] (the output strided and transposed); v x p -> [b, h, d, s] (a strided and
-// transposed). With nothing but these dims split (b, h, s or d, never t, which the
-// einsums that copy nothing take whole), no einsum copies an operand or its output.
+// and written in place. q[b, s, h, d] x k[b, t, h, d] -> [b, h, s, t] (a strided, b strided
+// and transposed); p[b, h, s, t] x k -> [b, s, h, d] (b strided, as the values v of attention,
+// the output strided) and -> [b, d, h, s] (the output strided and transposed); k x p -> [b,
+// h, d, s] (a strided and transposed). The cases split b, h, s or d, never t, so that the
+// products with p (which contract t) communicate nothing; no einsum copies an operand or its
+// output, whatever the split.
 template <class T, class Rules, class WantQK, class WantPV>
 void strided(WantQK&& want_qk, WantPV&& want_pv) {
   using R = Rules;
