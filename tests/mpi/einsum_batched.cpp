@@ -1,8 +1,9 @@
 // Batched einsum: batch dims leading (gemm straight on the slices), between the dims of
-// strided matrices (gemm in place, rows ld apart), not leading (the copy path), in another
-// order in each operand and the output, split in one operand only. Every result is compared with a
-// single-rank reference (einsum_check.hpp) and every einsum's counters are checked. Runs at any
-// rank count: meshes are built from the communicator's size.
+// strided matrices (gemm in place, rows a leading dimension apart), in no place that allows
+// either (the copy path), in another order in each operand and the output, split in one
+// operand only. Every result is compared with a single-rank reference (einsum_check.hpp) and
+// every einsum's counters are checked; the bytes einsums stream through copies tell in place
+// from copied. Runs at any rank count: meshes are built from the communicator's size.
 #include <cstdint>
 #include <type_traits>
 
@@ -20,8 +21,29 @@ MESHPP_DIM(h);
 MESHPP_DIM(s);
 MESHPP_DIM(t);
 MESHPP_DIM(d);
+MESHPP_DIM(u);
+MESHPP_DIM(e);
 MESHPP_DIM(rows);
 MESHPP_DIM(cols);
+
+// strided_fit_v<S, Batch, Rows, Cols>: which operands read in place as batched [Rows, Cols]
+// matrices: Cols last in its order, Rows together in its order, the batch dims anywhere else
+namespace fit {
+using mp::shape;
+using mp::detail::strided_fit_v;
+static_assert(strided_fit_v<shape<b, s, h, d>, shape<b, h>, shape<s>, shape<d>>);
+static_assert(strided_fit_v<shape<h, s, u, b, d, e>, shape<b, h>, shape<s, u>, shape<d, e>>);
+static_assert(!strided_fit_v<shape<b, s, h, u, d>, shape<b, h>, shape<s, u>, shape<d>>,
+              "a batch dim between two row dims");
+static_assert(!strided_fit_v<shape<b, s, u, h, e, d>, shape<b, h>, shape<s, u>, shape<d, e>>,
+              "the column dims in another order");
+static_assert(!strided_fit_v<shape<b, s, d, h>, shape<b, h>, shape<s>, shape<d>>,
+              "the column dims not last");
+static_assert(!strided_fit_v<shape<b, u, s, h, d>, shape<b, h>, shape<s, u>, shape<d>>,
+              "the row dims in another order");
+static_assert(!strided_fit_v<shape<b, s, d>, shape<>, shape<s>, shape<d>>,
+              "no batch dims: the packed orders only");
+}  // namespace fit
 
 namespace {
 const auto sizes = mp::extents{b{} = 4, h{} = 4, s{} = 4, t{} = 8, d{} = 8};
@@ -29,6 +51,22 @@ constexpr unsigned over_rows = 1u, over_cols = 2u;  // bit sets of axes<rows, co
 using mesh_t = mp::mesh<mp::axes<rows, cols>>;
 template <class Rules, class T, class... Dims>
 using tensor_t = einsum_test::laid_out_t<mesh_t, Rules, T, Dims...>;
+
+// streamed_by(m, f): the bytes the einsums f runs stream through copies (into gemm order, or
+// out of it into the output's): 0 where every operand and output is handed to gemm in place
+template <class F>
+std::uint64_t streamed_by(const mesh_t& m, F&& f) {
+  m.counters().reset();
+  m.counters().by_operation(true);
+  f();
+  std::uint64_t bytes = 0;
+  for (const auto& o : m.counters().operations()) {
+    if (o.name.starts_with("einsum ")) bytes += o.bytes_streamed;
+  }
+  m.counters().by_operation(false);
+  m.counters().reset();
+  return bytes;
+}
 
 // Attention scores q[b, h, s, d] x k[b, h, t, d] -> [b, h, s, t] (batch dims b, h leading:
 // gemm straight on the slices, k transposed), and (every) -> [b, h, t, s] (the output
@@ -47,13 +85,13 @@ void attention(Want&& want_for) {
 }
 
 // Attention with the heads beside the features, [b, s, h, d] (as a projection writes them):
-// every operand and output is a batch over (b, h) of matrices whose rows lie h * d apart, read
-// and written in place. q[b, s, h, d] x k[b, t, h, d] -> [b, h, s, t] (a strided, b strided
-// and transposed); p[b, h, s, t] x k -> [b, s, h, d] (b strided, as the values v of attention,
-// the output strided) and -> [b, d, h, s] (the output strided and transposed); k x p -> [b,
-// h, d, s] (a strided and transposed). The cases split b, h, s or d, never t, so that the
-// products with p (which contract t) communicate nothing; no einsum copies an operand or its
-// output, whatever the split.
+// q and k are batches over (b, h) of matrices whose rows lie h * d apart, read in place.
+// q[b, s, h, d] x k[b, t, h, d] -> [b, h, s, t] (a strided, b strided and transposed, the
+// output packed); p[b, h, s, t] x k -> [b, s, h, d] (b strided, as the values v of attention;
+// the output strided, rows h * d apart) and -> [b, d, h, s] (the output strided and
+// transposed, rows h * s apart); k x p -> [b, h, d, s] (a strided and transposed). The cases
+// split b, h, s or d, never t, so that the products with p (which contract t) communicate
+// nothing; no einsum copies an operand or its output, whatever the split.
 template <class T, class Rules, class WantQK, class WantPV>
 void strided(WantQK&& want_qk, WantPV&& want_pv) {
   using R = Rules;
@@ -67,26 +105,60 @@ void strided(WantQK&& want_qk, WantPV&& want_pv) {
     check<mp::shape<b, s, h, d>>(p, k, sizes, want_pv(m));
     check<mp::shape<b, d, h, s>>(p, k, sizes, want_pv(m));
     check<mp::shape<b, h, d, s>>(k, p, sizes, want_pv(m));
-    // in place: the einsums stream no bytes through copies
-    m.counters().by_operation(true);
-    (void)mp::einsum<mp::shape<b, h, s, t>>(q, k);
-    (void)mp::einsum<mp::shape<b, s, h, d>>(p, k);
-    (void)mp::einsum<mp::shape<b, d, h, s>>(p, k);
-    (void)mp::einsum<mp::shape<b, h, d, s>>(k, p);
-    std::uint64_t streamed = 0;
-    std::size_t einsums = 0;
-    for (const auto& o : m.counters().operations()) {
-      if (o.name.starts_with("einsum ")) streamed += o.bytes_streamed, einsums += o.runs;
-    }
-    m.counters().by_operation(false);
-    CHECK_ALL_RANKS(einsums == 4);
+    const auto streamed = streamed_by(m, [&] {
+      (void)mp::einsum<mp::shape<b, h, s, t>>(q, k);
+      (void)mp::einsum<mp::shape<b, s, h, d>>(p, k);
+      (void)mp::einsum<mp::shape<b, d, h, s>>(p, k);
+      (void)mp::einsum<mp::shape<b, h, d, s>>(k, p);
+    });
     CHECK_ALL_RANKS(streamed == 0);
   }
 }
 
-// x[s, b, d] x y[b, d, t] -> [b, s, t]: the batch dim b is not leading in x, so x is copied
-// into [b, s, d] first; (every) -> [s, t, b] and [b, t, s] write the output through the
-// other paths.
+// Groups of two dims, uneven and empty slices: x[h, s, u, b, d, e] x y[b, t, h, d, e], batch
+// (b, h): x's rows (s, u) lie b * d * e apart, its columns (d, e) last; y's rows t lie h * d * e
+// apart. Sizes that 2 and 4 ranks split unevenly (s = 3 over 4: one slice empty).
+const auto sizes2 = mp::extents{b{} = 2, h{} = 3, s{} = 3, u{} = 2, t{} = 5, d{} = 3, e{} = 2};
+template <class T, class Rules>
+void groups_of_two(std::uint64_t k_local_whole) {
+  using R = Rules;
+  for (const auto& shape : einsum_test::mesh_shapes()) {
+    const mesh_t m(shape);
+    CAPTURE(m.describe());
+    // in place: rows (s, u) together, columns (d, e) last; y rows t, columns (d, e) last
+    const auto x = make<tensor_t<R, T, h, s, u, b, d, e>>(m, sizes2, 5);
+    const auto y = make<tensor_t<R, T, b, t, h, d, e>>(m, sizes2, 6);
+    // copied: a batch dim between the row dims; the column dims in the other order
+    const auto x_split_rows = make<tensor_t<R, T, b, s, h, u, d, e>>(m, sizes2, 7);
+    const auto y_other_order = make<tensor_t<R, T, b, t, h, e, d>>(m, sizes2, 8);
+    const auto want = no_allreduce(k_local_whole);
+    // output packed [b, h, s, u, t], strided [s, u, h, b, t] (rows (s, u) h * b * t apart)
+    check<mp::shape<b, h, s, u, t>>(x, y, sizes2, want);
+    check<mp::shape<s, u, h, b, t>>(x, y, sizes2, want);
+    // output strided and transposed [b, t, h, s, u] (rows t h * s * u apart)
+    check<mp::shape<b, t, h, s, u>>(x, y, sizes2, want);
+    check<mp::shape<b, h, s, u, t>>(x_split_rows, y, sizes2, want);
+    check<mp::shape<b, h, s, u, t>>(x, y_other_order, sizes2, want);
+    const auto in_place = streamed_by(m, [&] {
+      (void)mp::einsum<mp::shape<b, h, s, u, t>>(x, y);
+      (void)mp::einsum<mp::shape<s, u, h, b, t>>(x, y);
+      (void)mp::einsum<mp::shape<b, t, h, s, u>>(x, y);
+    });
+    const auto copied_x =
+        streamed_by(m, [&] { (void)mp::einsum<mp::shape<b, h, s, u, t>>(x_split_rows, y); });
+    const auto copied_y =
+        streamed_by(m, [&] { (void)mp::einsum<mp::shape<b, h, s, u, t>>(x, y_other_order); });
+    CHECK_ALL_RANKS(in_place == 0);
+    // each copy reads and writes the operand's slice (an empty slice: nothing to copy)
+    CHECK_ALL_RANKS(copied_x == 2 * sizeof(T) * x_split_rows.local().size());
+    CHECK_ALL_RANKS(copied_y == 2 * sizeof(T) * y_other_order.local().size());
+  }
+}
+
+// x[s, b, d] x y[b, d, t] -> [b, s, t]: the batch dim b is not leading in x, but x's rows (s)
+// and columns (d, last) are strided matrices, read in place (rows b * d apart); x[s, d, b]
+// (b last) is not, and is copied into [b, s, d] first; (every) -> [s, t, b] (written through
+// a buffer and one transposing copy) and [b, t, s] (transposed).
 template <class T, class Rules, bool every, class Want>
 void batch_not_leading(Want&& want_for) {
   using R = Rules;
@@ -94,12 +166,19 @@ void batch_not_leading(Want&& want_for) {
     const mesh_t m(shape);
     CAPTURE(m.describe());
     const auto x = make<tensor_t<R, T, s, b, d>>(m, sizes, 3);
+    const auto x_batch_last = make<tensor_t<R, T, s, d, b>>(m, sizes, 9);
     const auto y = make<tensor_t<R, T, b, d, t>>(m, sizes, 4);
     check<mp::shape<b, s, t>>(x, y, sizes, want_for(m));
+    check<mp::shape<b, s, t>>(x_batch_last, y, sizes, want_for(m));
     if constexpr (every) {
       check<mp::shape<s, t, b>>(x, y, sizes, want_for(m));
       check<mp::shape<b, t, s>>(x, y, sizes, want_for(m));
     }
+    const auto in_place = streamed_by(m, [&] { (void)mp::einsum<mp::shape<b, s, t>>(x, y); });
+    const auto copied =
+        streamed_by(m, [&] { (void)mp::einsum<mp::shape<b, s, t>>(x_batch_last, y); });
+    CHECK_ALL_RANKS(in_place == 0);
+    CHECK_ALL_RANKS(copied == 2 * sizeof(T) * x_batch_last.local().size());
   }
 }
 }  // namespace
@@ -122,7 +201,7 @@ TEST_CASE("batched einsum, batch dims leading") {
   }
 }
 
-TEST_CASE("batched einsum, batch dim not leading: the copy path") {
+TEST_CASE("batched einsum, batch dim not leading: in place when strided, else copied") {
   SUBCASE("replicated") {
     batch_not_leading<double, mp::layout<>, false>([](const auto&) { return no_allreduce(8); });
   }
@@ -156,6 +235,17 @@ TEST_CASE("batched einsum, strided matrices read and written in place") {
     strided<int, mp::layout<mp::split<b, rows>, mp::split<d, cols>>>(
         [](const auto& m) { return allreduce_over(over_cols, 8 / m.template size<cols>()); }, none);
   }
+}
+
+TEST_CASE("batched einsum, strided matrices of two dims a side, uneven and empty slices") {
+  SUBCASE("replicated") { groups_of_two<double, mp::layout<>>(6); }
+  SUBCASE("row dims and a batch dim split unevenly") {
+    groups_of_two<double, mp::layout<mp::split<s, rows>, mp::split<h, cols>>>(6);
+  }
+  SUBCASE("a batch dim and an output dim split, float") {
+    groups_of_two<float, mp::layout<mp::split<b, rows>, mp::split<t, cols>>>(6);
+  }
+  SUBCASE("int") { groups_of_two<int, mp::layout<mp::split<u, rows>, mp::split<h, cols>>>(6); }
 }
 
 TEST_CASE("a batch dim split in one operand and held whole in the other") {

@@ -127,9 +127,10 @@ class multihead_attention {
                   "or Value dims");
     using rest = shape_difference_t<XS, shape<Length, Model>>;
     // q, k, v and o keep the heads beside the features ([X, Length, Heads, Key]), as the
-    // projections' gemms write them: the products per head read and write them in place, as
-    // matrices whose rows lie Heads x Key apart (ops/einsum.hpp), and no einsum of the layer,
-    // forward or backward, copies an operand or a result into another order
+    // projections' gemms write them for an x stored [X..., Length, Model]: the products per
+    // head read and write them in place, as matrices whose rows lie Heads x Key apart
+    // (ops/einsum.hpp), and no einsum of the layer, forward or backward, copies an operand or
+    // a result into another order (x in another order is copied where it is read)
     using q_shape = shape_concat_t<rest, shape<Length, Heads, Key>>;
     using k_shape = shape_concat_t<rest, shape<Memory, Heads, Key>>;
     using v_shape = shape_concat_t<rest, shape<Memory, Heads, Value>>;

@@ -13,13 +13,15 @@
 // this is a batched matrix product C[batch, M, N] = A[batch, M, K] B[batch, K, N], one
 // cblas_sgemm/dgemm per batch index. An operand goes to gemm as it lies when it is a tensor
 // whose dims are already [batch..., M..., K...] or [batch..., K..., M...] (gemm transposes
-// it), or, with batch dims, whose M dims stand together and K dims stand together and last,
-// or the other way round, the batch dims anywhere else: matrices whose rows lie a leading
-// dimension apart, each batch dim with its own stride (attention's q[b, s, h, d]: [s, d]
-// matrices for each (b, h), rows h * d apart). Otherwise it is copied once, in one fused pass,
-// into [batch..., M..., K...] (an expression operand is evaluated straight into it). The
-// output is written in place when it is [batch, M, N] or [batch, N, M] (computed as B^T A^T)
-// or strided so, else through one transposing copy.
+// it), or, with batch dims, whose two groups of matrix dims (M and K for the first operand, K
+// and N for the second) each stand together in the plan's order, one of them last, and the
+// batch dims anywhere else: matrices whose rows lie a leading dimension apart, each batch dim
+// with its own stride (attention's q[b, s, h, d]: [s, d] matrices for each (b, h), rows h * d
+// apart). Either way the operand must be split as the product runs. Otherwise it is copied
+// once, in one fused pass, into [batch..., M..., K...] (an expression operand is evaluated
+// straight into it). The output is written in place when it is [batch, M, N] or [batch, N, M]
+// (computed as B^T A^T) or strided so (M and N each together, one of them last), else through
+// one transposing copy.
 // Then one allreduce runs over the mesh dims that the summed dims are split over.
 //
 // Here: the public einsum and its dispatch. The compile-time plan is in

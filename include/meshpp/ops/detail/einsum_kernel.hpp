@@ -29,8 +29,10 @@ std::size_t product_of(const Fr& fr, std::size_t first, std::size_t count) {
   return p;
 }
 
-/// An operand made ready for gemm: a pointer to [batch, X, Y] data and whether it lies as
-/// [batch, Y, X] (transposed). Owns a buffer when it had to be copied.
+/// An operand made ready for gemm: a pointer to its data and whether each matrix lies as
+/// [Y, X] (transposed) rather than [X, Y]. Owns a buffer when it had to be copied. Without batch
+/// dims (the rings of einsum_ring.hpp, which compute their own leading dimensions) it is packed,
+/// [X, Y] or [Y, X]: strided_fit_v admits no operand without batch dims.
 template <class T>
 struct gemm_operand {
   const T* data = nullptr;
