@@ -109,8 +109,8 @@ inline void agree_assigned_sizes(const std::size_t* dest, const std::size_t* e,
 // tensor owns its slice (two tensors never share one), so an operand that reads out's memory is
 // dest itself, of dest's type (the same dims in the same order, the same layout): its cursor over
 // dest's frame has dest's strides and starts at dest's first element, so iteration j reads element
-// j of the row, the one it writes, before writing it. (einsum's prepare() evaluates into a fresh
-// buffer, which nothing else reads.)
+// j of the row, the one it writes, before writing it. (einsum's prepare_batched() evaluates into a
+// fresh buffer, which nothing else reads.)
 template <class E, class O, class T>
 void evaluate_into(const E& e, const frame<O>& fr, T* out) {
   constexpr std::size_t n = O::rank;

@@ -40,36 +40,6 @@ struct gemm_operand {
   scratch<T> buffer;  // overwritten whole: not zeroed first
 };
 
-// prepare<Order, OrderT, Layout>(x, mesh): x's local data over the frame `Layout` gives it,
-// as Order (or OrderT, transposed) without a copy where x is a tensor lying that way and
-// split exactly so; else one fused copy into Order.
-template <class Order, class OrderT, class Layout, class T, class X, class Mesh>
-gemm_operand<T> prepare(const X& x, const Mesh& m) {
-  gemm_operand<T> g;
-  if constexpr (is_tensor_v<X>) {
-    using S = typename X::shape_type;
-    constexpr bool same_split = std::is_same_v<typename X::layout_type, layout_for_t<Layout, S>>;
-    constexpr bool same_type = std::is_same_v<typename X::value_type, T>;
-    if constexpr (same_split && same_type && std::is_same_v<S, Order>) {
-      g.data = x.local().data();
-      return g;
-    } else if constexpr (same_split && same_type && std::is_same_v<S, OrderT>) {
-      g.data = x.local().data();
-      g.transposed = true;
-      return g;
-    }
-  }
-  const auto& e = as_expression(x);
-  const frame<Order> fr = local_frame<Order, layout_for_t<Layout, Order>>(m, e);
-  std::size_t count = 1;
-  for (std::size_t v : fr.extent) count *= v;
-  g.buffer.resize(count);
-  m.counters().streamed([&] { return e.bytes_read() + count * sizeof(T); });  // read, written
-  evaluate_into(e, fr, g.buffer.data());
-  g.data = g.buffer.data();
-  return g;
-}
-
 // strided_fit_v<S, Batch, Outer, Inner>: a row-major slice of dims S (exactly Batch, Outer and
 // Inner, all non-empty) reads in place as one matrix [Outer, Inner] per index of the Batch dims:
 // Inner's dims stand last in S, in Inner's order (their merged index has unit stride), Outer's
@@ -124,7 +94,8 @@ void matrix_strides(batched_operand<T, NB>& op, const E& extent) {
 // prepare_batched<Batch, Rows, Cols, Layout, T>(x, mesh): x as a batch of [Rows, Cols] matrices
 // for gemm (transposed: [Cols, Rows]): in place where x is a tensor split exactly as Layout
 // says and lying as [Batch, Rows, Cols], [Batch, Cols, Rows] or, with batch dims, strided so
-// (strided_fit_v); else copied once into [Batch, Rows, Cols] (prepare).
+// (strided_fit_v); else x's local data over the frame Layout gives it copied once, in one
+// fused pass, into [Batch, Rows, Cols].
 template <class Batch, class Rows, class Cols, class Layout, class T, class X, class Mesh>
 batched_operand<T, Batch::rank> prepare_batched(const X& x, const Mesh& m) {
   using Order = shape_concat_t<shape_concat_t<Batch, Rows>, Cols>;
@@ -146,8 +117,14 @@ batched_operand<T, Batch::rank> prepare_batched(const X& x, const Mesh& m) {
       return op;
     }
   }
-  static_cast<gemm_operand<T>&>(op) = prepare<Order, OrderT, Layout, T>(x, m);
-  const frame<Order> fr = local_frame<Order, layout_for_t<Layout, Order>>(m, as_expression(x));
+  const auto& e = as_expression(x);
+  const frame<Order> fr = local_frame<Order, layout_for_t<Layout, Order>>(m, e);
+  std::size_t count = 1;
+  for (std::size_t v : fr.extent) count *= v;
+  op.buffer.resize(count);
+  m.counters().streamed([&] { return e.bytes_read() + count * sizeof(T); });  // read, written
+  evaluate_into(e, fr, op.buffer.data());
+  op.data = op.buffer.data();
   matrix_strides<Order, Batch, Rows, Cols>(op, fr.extent);
   return op;
 }
