@@ -16,6 +16,9 @@
 //   p = softmax<Memory>(s, memory <= length) (causal; else softmax<Memory>(s)), then dropout
 //   o = einsum(p, v)                                        [X, Length, Heads, Value]
 //   y = einsum(o, wo[Heads, Value, Model])                  [x's dims]
+// s, p and o are one fused operation (nn/fused_attention.hpp: a head of a sequence at a time,
+// its scores in cache; the same results exactly) where Length, Memory, Key and Value are whole
+// on every rank and no dropout is drawn; else the operations above, one by one.
 // Communication, as the layouts imply (the paper's model-parallel layout splits Heads over cols,
 // its data-parallel one the batch over rows):
 //   q, k, v, s, p, o   local: every einsum keeps Heads (and the batch) in its output
@@ -45,6 +48,7 @@
 #include "meshpp/core/create.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/nn/dropout.hpp"
+#include "meshpp/nn/fused_attention.hpp"
 
 namespace meshpp::nn {
 
@@ -143,6 +147,26 @@ class multihead_attention {
     const auto xm = rename<Length, Memory>(x);
     const auto k = einsum<k_shape>(xm, wk_);
     const auto v = einsum<v_shape>(xm, wv_);
+    const auto project = [this](const auto& o) {
+      if constexpr (std::is_void_v<OutRules>)
+        return einsum<XS>(o, wo_);
+      else
+        return einsum<XS, OutRules>(o, wo_);
+    };
+    // scores, softmax and the values' weighted sum a head of a sequence at a time, in cache
+    // (nn/fused_attention.hpp), where each rank holds whole heads of whole sequences and no
+    // dropout is drawn; else the operations one by one, as the layouts imply
+    using QT = typename std::remove_cvref_t<decltype(q)>::tensor_type;
+    using KT = typename std::remove_cvref_t<decltype(k)>::tensor_type;
+    using VT = typename std::remove_cvref_t<decltype(v)>::tensor_type;
+    if constexpr (detail::fused_attention_fits_v<Length, Memory, Key, Value, QT, KT, VT,
+                                                 tensor_of<T, s_shape, Mesh>,
+                                                 tensor_of<T, o_shape, Mesh>>) {
+      if (options_.dropout == 0 || inference) {
+        return project(
+            detail::fused_attention<Length, Memory, Heads, Key, Value>(q, k, v, options_.causal));
+      }
+    }
     auto s = einsum<s_shape>(q, k);
     // the causal mask applied inside softmax: one recorded step, no mask tensor, each row of
     // the scores read only as far as it is seen
@@ -150,11 +174,7 @@ class multihead_attention {
     if (options_.dropout > 0 && !inference) {
       p = dropout(p, options_.dropout, seed_, step_++);
     }
-    const auto o = einsum<o_shape>(p, v);
-    if constexpr (std::is_void_v<OutRules>)
-      return einsum<XS>(o, wo_);
-    else
-      return einsum<XS, OutRules>(o, wo_);
+    return project(einsum<o_shape>(p, v));
   }
 
   // causal_mask(s): memory <= length, a bool tensor [Memory, Length] of the scores' sizes: the

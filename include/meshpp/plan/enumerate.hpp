@@ -27,6 +27,11 @@
 //                          own, priced as reductions); a layer_norm over d made row by row
 //                          (forward, and backward's dx) likewise: mean and variance, or the
 //                          backward's two means
+//   attention q x k x v    the fused core of attention (nn/fused_attention.hpp): its gemm
+//     -> o                 calls on rank 0's heads of its sequences, no communication (the
+//                          layer fuses only where each rank holds whole heads of whole
+//                          sequences; a candidate splitting length, memory, d_k or d_v runs
+//                          the separate operations, which this prices as the fused ones)
 //   reshape A -> B         a renamed dim (rename<Old, New>) whose mesh dim changes: an
 //                          allgather of the local A over its old mesh dim (then a local slice)
 //   parameter gradients    the backward einsum making a parameter's gradient (C's dims are
@@ -258,7 +263,7 @@ class layout_enumeration {
     }
   }
 
-  enum class kind { einsum, reduce, take, softmax, reshape, update, other };
+  enum class kind { einsum, attention, reduce, take, softmax, reshape, update, other };
   struct tensor_dims {
     std::vector<int> dims;  // indices into dims_
   };
@@ -405,6 +410,16 @@ class layout_enumeration {
       if (starts("einsum ") && lists(3)) {
         r.k = kind::einsum;
         roles(r, o.gemms);
+      } else if (starts("attention ") && lists(4)) {
+        // the fused core of attention (nn/fused_attention.hpp): q x k x v -> o, its dims the
+        // three operands'; local where it runs (the layer runs it only so)
+        // local where it runs (the layer runs it only so), one gemm of each recorded shape per
+        // tile: a head of a sequence, q's dims but its last (key) and third from last (length)
+        r.k = kind::attention;
+        const auto& q = r.in[0].dims;
+        for (std::size_t i = 0; i < q.size(); ++i)
+          if (i + 3 != q.size() && i + 1 != q.size()) r.batch_dims.push_back(q[i]);
+        for (const auto& g : o.gemms) r.gemms.push_back({g, false});
       } else if (starts("reduce ") && lists(2)) {
         r.k = kind::reduce;
         r.summed = minus(r.in[0].dims, r.out.dims);
@@ -651,6 +666,12 @@ class layout_enumeration {
           }
           break;
         }
+        case kind::attention:
+          for (const auto& g : local_gemms(r, axis, mesh, sh)) {
+            c.flops += 2 * g.shape.m * g.shape.n * g.shape.k * g.calls;
+            c.cost.compute += machine_.gemm_seconds(g.shape, static_cast<double>(g.calls));
+          }
+          break;
         case kind::reduce:
           streamed = r.streamed * fraction(r.in[0]);
           collect(collective::allreduce, mask_of(r.summed), local(r.out), runs_of(r),
@@ -748,6 +769,12 @@ class layout_enumeration {
     std::vector<gemm_count> out;
     for (const auto& g : r.gemms) {
       gemm_count l = g.count;
+      if (r.k == kind::attention) {  // the same tiles, fewer of them
+        l.calls = static_cast<std::uint64_t>(
+            std::llround(static_cast<double>(g.count.calls) * batch_share));
+        out.push_back(l);
+        continue;
+      }
       l.shape.m = g.swapped ? n : m;
       l.shape.n = g.swapped ? m : n;
       l.shape.k = k;
@@ -771,7 +798,7 @@ class layout_enumeration {
     for (std::size_t d = 0; d < dims_.size(); ++d) sh[d] = share(sizes_[d], c.axis_of_dim[d], mesh);
     std::vector<gemm_count> out;
     for (const auto& r : rows_) {
-      if (r.k != kind::einsum) continue;
+      if (r.k != kind::einsum && r.k != kind::attention) continue;
       for (const auto& g : local_gemms(r, c.axis_of_dim, mesh, sh))
         add_gemms(out, g.shape, g.calls);
     }

@@ -1,0 +1,185 @@
+// The fused core of attention (nn/fused_attention.hpp: scores, softmax and the values'
+// weighted sum a head of a sequence at a time) against the same computation as separate
+// operations (einsum, softmax<memory_length>(s, causal<length>{}) or softmax, einsum), in float
+// and double, with the causal mask and without, with batch and heads split over rows and cols
+// of every mesh shape the rank count allows (uneven at 2 and 4 ranks, a slice empty at 4):
+//   - the output and the gradients of q, k and v equal the unfused ones exactly (the same gemm
+//     calls per head and the same softmax rows, in the same order);
+//   - only the gradients asked for are made (k alone, then v alone);
+//   - the fused step counts the products' flops and einsum calls the unfused one counts, and
+//     communicates nothing;
+// and multihead_attention, under a layout that splits length (which the fused core does not
+// take), runs the separate operations and still matches the fused layer's output.
+#include <meshpp/autodiff/gradients.hpp>
+#include <meshpp/autodiff/reduce.hpp>
+#include <meshpp/core/create.hpp>
+#include <meshpp/nn/attention.hpp>
+#include <meshpp/ops/scatter_gather.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "gradcheck.hpp"
+#include "testing.hpp"
+
+namespace mp = meshpp;
+using meshpp_test::weighted_sum;
+using meshpp_test::world;
+
+MESHPP_DIM(batch);
+MESHPP_DIM(length);
+MESHPP_DIM(memory_length);
+MESHPP_DIM(d_model);
+MESHPP_DIM(heads);
+MESHPP_DIM(d_k);
+MESHPP_DIM(d_v);
+MESHPP_DIM(rows);
+MESHPP_DIM(cols);
+
+namespace {
+// all sizes differ, so a transposed index shows; batch 3 and heads 3 split unevenly over 2
+// ranks, and batch 1 leaves a rank with no sequences at 2 and 4 ranks
+using mesh_t =
+    mp::mesh<mp::axes<rows, cols>, mp::layout<mp::split<batch, rows>, mp::split<heads, cols>>>;
+
+template <class T, class... D>
+using var_t = mp::variable<mp::tensor_of<T, mp::shape<D...>, mesh_t>>;
+
+template <class T>
+struct operands {
+  var_t<T, batch, length, heads, d_k> q;
+  var_t<T, batch, memory_length, heads, d_k> k;
+  var_t<T, batch, memory_length, heads, d_v> v;
+};
+
+template <class T, class Sizes>
+operands<T> make(const mesh_t& m, const Sizes& sizes) {
+  return {var_t<T, batch, length, heads, d_k>(
+              mp::random_normal<T, batch, length, heads, d_k>(m, sizes, 11), "q"),
+          var_t<T, batch, memory_length, heads, d_k>(
+              mp::random_normal<T, batch, memory_length, heads, d_k>(m, sizes, 12), "k"),
+          var_t<T, batch, memory_length, heads, d_v>(
+              mp::random_normal<T, batch, memory_length, heads, d_v>(m, sizes, 13), "v")};
+}
+
+template <class Q, class K, class V>
+auto fused(const Q& q, const K& k, const V& v, bool causal) {
+  return mp::detail::fused_attention<length, memory_length, heads, d_k, d_v>(q, k, v, causal);
+}
+
+template <class Q, class K, class V>
+auto separate(const Q& q, const K& k, const V& v, bool causal) {
+  const auto s = mp::einsum<mp::shape<batch, heads, length, memory_length>>(q, k);
+  const auto p =
+      causal ? mp::softmax<memory_length>(s, mp::causal<length>{}) : mp::softmax<memory_length>(s);
+  return mp::einsum<mp::shape<batch, length, heads, d_v>>(p, v);
+}
+
+template <class Tensor>
+std::vector<typename Tensor::value_type> whole(const Tensor& t) {
+  const auto a = mp::gather(t);
+  return {a.begin(), a.end()};
+}
+
+template <class T>
+void check_equal(const mesh_t& m, std::size_t nb, std::size_t nh, bool causal) {
+  CAPTURE(m.describe());
+  CAPTURE(nb);
+  CAPTURE(nh);
+  CAPTURE(causal);
+  const auto sizes = mp::extents{batch{} = nb, length{} = 5, memory_length{} = 5,
+                                 heads{} = nh, d_k{} = 4,    d_v{} = 3};
+  auto a = make<T>(m, sizes);
+  auto b = make<T>(m, sizes);
+
+  m.counters().reset();
+  m.counters().by_operation(true);
+  const auto of = fused(a.q, a.k, a.v, causal);
+  const auto fused_flops = m.counters().einsum_flops();
+  const auto fused_calls = m.counters().einsum_calls();
+  const auto fused_collectives = m.counters().total(mp::collective::allreduce).calls +
+                                 m.counters().total(mp::collective::allgather).calls;
+  m.counters().reset();
+  const auto os = separate(b.q, b.k, b.v, causal);
+  CHECK(fused_flops == m.counters().einsum_flops());
+  CHECK(fused_calls == m.counters().einsum_calls());
+  CHECK(fused_collectives == 0);
+  m.counters().by_operation(false);
+
+  CHECK_ALL_RANKS(whole(of.value()) == whole(os.value()));
+  mp::backward(weighted_sum(of));
+  mp::backward(weighted_sum(os));
+  CHECK_ALL_RANKS(whole(*a.q.grad()) == whole(*b.q.grad()));
+  CHECK_ALL_RANKS(whole(*a.k.grad()) == whole(*b.k.grad()));
+  CHECK_ALL_RANKS(whole(*a.v.grad()) == whole(*b.v.grad()));
+  // the gradients differ from zero and between the mask and none: the checks above compare
+  // something
+  const auto gq = whole(*a.q.grad());
+  CHECK(std::any_of(gq.begin(), gq.end(), [](T x) { return x != T(0); }));
+
+  // one input wanting its gradient: only that one is made (through a plain q and v)
+  auto ck = make<T>(m, sizes);
+  const auto ok = fused(a.q.value(), ck.k, a.v.value(), causal);
+  mp::backward(weighted_sum(ok));
+  auto dk = make<T>(m, sizes);
+  mp::backward(weighted_sum(separate(a.q.value(), dk.k, a.v.value(), causal)));
+  CHECK_ALL_RANKS(whole(*ck.k.grad()) == whole(*dk.k.grad()));
+  auto cv = make<T>(m, sizes);
+  mp::backward(weighted_sum(fused(a.q.value(), a.k.value(), cv.v, causal)));
+  auto dv = make<T>(m, sizes);
+  mp::backward(weighted_sum(separate(a.q.value(), a.k.value(), dv.v, causal)));
+  CHECK_ALL_RANKS(whole(*cv.v.grad()) == whole(*dv.v.grad()));
+}
+
+std::vector<std::array<int, 2>> shapes() {
+  const int n = world().size();
+  std::vector<std::array<int, 2>> s{{n, 1}, {1, n}};
+  if (n == 4) s.push_back({2, 2});
+  return s;
+}
+}  // namespace
+
+TEST_CASE("fused attention equals scores, softmax and weighted sum as separate operations") {
+  for (const auto& shape : shapes()) {
+    const mesh_t m(mesh_t::coordinates_type{shape[0], shape[1]});
+    for (const bool causal : {true, false}) {
+      check_equal<double>(m, 3, 3, causal);
+      check_equal<float>(m, 3, 3, causal);
+      check_equal<float>(m, 1, 2, causal);  // a rank with no sequences where batch splits
+    }
+  }
+}
+
+TEST_CASE("multihead_attention with length split runs the separate operations, same output") {
+  using length_mesh =
+      mp::mesh<mp::axes<rows, cols>, mp::layout<mp::split<length, rows>, mp::split<heads, cols>>>;
+  const auto sizes =
+      mp::extents{batch{} = 2, length{} = 5, d_model{} = 6, heads{} = 2, d_k{} = 3, d_v{} = 4};
+  using dims = mp::nn::attention_dims<length, memory_length, d_model, heads, d_k, d_v>;
+  const mesh_t fused_mesh(meshpp_test::grid2(world().size()));
+  const length_mesh split_mesh(meshpp_test::grid2(world().size()));
+  for (const bool causal : {true, false}) {
+    CAPTURE(causal);
+    mp::nn::multihead_attention<double, mesh_t, dims> a(fused_mesh, sizes, 3, {.causal = causal});
+    mp::nn::multihead_attention<double, length_mesh, dims> b(split_mesh, sizes, 3,
+                                                             {.causal = causal});
+    const auto xa = mp::random_normal<double, batch, length, d_model>(fused_mesh, sizes, 1);
+    const auto xb = mp::random_normal<double, batch, length, d_model>(split_mesh, sizes, 1);
+    split_mesh.counters().reset();
+    split_mesh.counters().by_operation(true);
+    const auto yb = b(xb);
+    bool separate_ran = false;  // the scores' einsum ran as an operation of its own
+    for (const auto& o : split_mesh.counters().operations())
+      separate_ran = separate_ran || o.name.starts_with("softmax over memory_length");
+    split_mesh.counters().by_operation(false);
+    CHECK(separate_ran);
+    const auto ya = whole(a(xa).value()), yb_all = whole(yb.value());
+    REQUIRE(ya.size() == yb_all.size());
+    double diff = 0;
+    for (std::size_t i = 0; i < ya.size(); ++i) diff = std::max(diff, std::abs(ya[i] - yb_all[i]));
+    CHECK_ALL_RANKS(diff < 1e-12);
+  }
+}
