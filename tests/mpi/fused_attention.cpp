@@ -5,21 +5,28 @@
 // of every mesh shape the rank count allows (uneven at 2 and 4 ranks, a slice empty at 4):
 //   - the output and the gradients of q, k and v equal the unfused ones exactly (the same gemm
 //     calls per head and the same softmax rows, in the same order);
-//   - only the gradients asked for are made (k alone, then v alone);
-//   - the fused step counts the products' flops and einsum calls the unfused one counts, and
-//     communicates nothing;
-// and multihead_attention, under a layout that splits length (which the fused core does not
-// take), runs the separate operations and still matches the fused layer's output.
+//   - only the gradients asked for are made (q, k, then v alone);
+//   - the fused step counts the products' flops and einsum calls the unfused one counts,
+//     forward and backward, and communicates nothing;
+// multihead_attention, under a layout that splits length (which the fused core does not take),
+// runs the separate operations and matches the fused layer's output; and layout_enumeration
+// prices the fused operation, from a reference plan, with no communication where it runs and
+// with the separate operations' allreduces where a candidate splits d_k or memory_length.
 #include <meshpp/autodiff/gradients.hpp>
 #include <meshpp/autodiff/reduce.hpp>
 #include <meshpp/core/create.hpp>
 #include <meshpp/nn/attention.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
+#include <meshpp/plan/enumerate.hpp>
+#include <meshpp/plan/plan.hpp>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gradcheck.hpp"
@@ -40,8 +47,9 @@ MESHPP_DIM(rows);
 MESHPP_DIM(cols);
 
 namespace {
-// all sizes differ, so a transposed index shows; batch 3 and heads 3 split unevenly over 2
-// ranks, and batch 1 leaves a rank with no sequences at 2 and 4 ranks
+// length 5 and memory_length 7 (the keys longer than the queries), d_k 4 and d_v 3, so a
+// transposed or swapped index shows; batch 3 and heads 2 or 3 split unevenly over 2 ranks, and
+// batch 1 leaves a rank with no sequences at 2 and 4 ranks
 using mesh_t =
     mp::mesh<mp::axes<rows, cols>, mp::layout<mp::split<batch, rows>, mp::split<heads, cols>>>;
 
@@ -95,32 +103,50 @@ void check_equal(const mesh_t& m, std::size_t nb, std::size_t nh, bool causal) {
   auto a = make<T>(m, sizes);
   auto b = make<T>(m, sizes);
 
+  // forward, then backward: the same products counted, no collective in the fused step (the
+  // losses' own sums excluded: counted before their backward)
+  const auto collectives = [&] {
+    std::uint64_t calls = 0;
+    for (const auto c : {mp::collective::allreduce, mp::collective::allgather,
+                         mp::collective::reduce_scatter, mp::collective::alltoall})
+      calls += m.counters().total(c).calls;
+    return calls;
+  };
   m.counters().reset();
-  m.counters().by_operation(true);
   const auto of = fused(a.q, a.k, a.v, causal);
   const auto fused_flops = m.counters().einsum_flops();
   const auto fused_calls = m.counters().einsum_calls();
-  const auto fused_collectives = m.counters().total(mp::collective::allreduce).calls +
-                                 m.counters().total(mp::collective::allgather).calls;
+  CHECK(collectives() == 0);
   m.counters().reset();
   const auto os = separate(b.q, b.k, b.v, causal);
   CHECK(fused_flops == m.counters().einsum_flops());
   CHECK(fused_calls == m.counters().einsum_calls());
-  CHECK(fused_collectives == 0);
-  m.counters().by_operation(false);
+  if (a.q.value().local().size() > 0) CHECK(fused_flops > 0);  // (a rank with no sequences: 0)
 
   CHECK_ALL_RANKS(whole(of.value()) == whole(os.value()));
-  mp::backward(weighted_sum(of));
-  mp::backward(weighted_sum(os));
+  const auto lf = weighted_sum(of);
+  const auto ls = weighted_sum(os);
+  m.counters().reset();
+  mp::backward(lf);
+  const auto fused_back_flops = m.counters().einsum_flops();
+  const auto fused_back_calls = m.counters().einsum_calls();
+  m.counters().reset();
+  mp::backward(ls);
+  CHECK(fused_back_flops == m.counters().einsum_flops());
+  CHECK(fused_back_calls == m.counters().einsum_calls());
   CHECK_ALL_RANKS(whole(*a.q.grad()) == whole(*b.q.grad()));
   CHECK_ALL_RANKS(whole(*a.k.grad()) == whole(*b.k.grad()));
   CHECK_ALL_RANKS(whole(*a.v.grad()) == whole(*b.v.grad()));
-  // the gradients differ from zero and between the mask and none: the checks above compare
-  // something
+  // the gradients are not all zero: the checks above compare something
   const auto gq = whole(*a.q.grad());
   CHECK(std::any_of(gq.begin(), gq.end(), [](T x) { return x != T(0); }));
 
-  // one input wanting its gradient: only that one is made (through a plain q and v)
+  // one input wanting its gradient: only that one is made (the others plain tensors)
+  auto cq = make<T>(m, sizes);
+  mp::backward(weighted_sum(fused(cq.q, a.k.value(), a.v.value(), causal)));
+  auto dq = make<T>(m, sizes);
+  mp::backward(weighted_sum(separate(dq.q, a.k.value(), a.v.value(), causal)));
+  CHECK_ALL_RANKS(whole(*cq.q.grad()) == whole(*dq.q.grad()));
   auto ck = make<T>(m, sizes);
   const auto ok = fused(a.q.value(), ck.k, a.v.value(), causal);
   mp::backward(weighted_sum(ok));
@@ -146,7 +172,7 @@ TEST_CASE("fused attention equals scores, softmax and weighted sum as separate o
   for (const auto& shape : shapes()) {
     const mesh_t m(mesh_t::coordinates_type{shape[0], shape[1]});
     for (const bool causal : {true, false}) {
-      check_equal<double>(m, 3, 3, causal);
+      check_equal<double>(m, 3, 2, causal);
       check_equal<float>(m, 3, 3, causal);
       check_equal<float>(m, 1, 2, causal);  // a rank with no sequences where batch splits
     }
@@ -176,10 +202,65 @@ TEST_CASE("multihead_attention with length split runs the separate operations, s
       separate_ran = separate_ran || o.name.starts_with("softmax over memory_length");
     split_mesh.counters().by_operation(false);
     CHECK(separate_ran);
-    const auto ya = whole(a(xa).value()), yb_all = whole(yb.value());
+    fused_mesh.counters().reset();
+    fused_mesh.counters().by_operation(true);
+    const auto ya_traced = a(xa);
+    bool fused_ran = false;
+    for (const auto& o : fused_mesh.counters().operations())
+      fused_ran = fused_ran || o.name.starts_with("attention [batch, length, heads, d_k]");
+    fused_mesh.counters().by_operation(false);
+    CHECK(fused_ran);
+    const auto ya = whole(ya_traced.value()), yb_all = whole(yb.value());
     REQUIRE(ya.size() == yb_all.size());
     double diff = 0;
     for (std::size_t i = 0; i < ya.size(); ++i) diff = std::max(diff, std::abs(ya[i] - yb_all[i]));
     CHECK_ALL_RANKS(diff < 1e-12);
   }
+}
+
+TEST_CASE(
+    "layout_enumeration prices fused attention as it runs, and split as the separate "
+    "operations") {
+  // a reference plan of the attention core alone (nothing split), then estimates over 2 ranks
+  using one_mesh = mp::mesh<mp::axes<rows>>;
+  const std::size_t nb = 2, nl = 4, nm = 6, nh = 3, nk = 2, nv = 5;
+  const auto sizes = mp::extents{batch{} = nb, length{} = nl, memory_length{} = nm,
+                                 heads{} = nh, d_k{} = nk,    d_v{} = nv};
+  const auto reference = mp::make_plan<one_mesh>({1}, [&](const one_mesh& m) {
+    using M = one_mesh;
+    mp::variable q(mp::random_normal<float, batch, length, heads, d_k>(m, sizes, 1));
+    mp::variable k(mp::random_normal<float, batch, memory_length, heads, d_k>(m, sizes, 2));
+    mp::variable v(mp::random_normal<float, batch, memory_length, heads, d_v>(m, sizes, 3));
+    const auto o =
+        mp::detail::fused_attention<length, memory_length, heads, d_k, d_v>(q, k, v, true);
+    static_assert(std::is_same_v<typename decltype(o)::mesh_type, M>);
+    mp::backward(mp::reduce_sum(o));
+  });
+  const mp::layout_enumeration e(reference, mp::machine_model::defaults());
+  const std::vector<mp::mesh_axis> two{{"rows", 2}};
+  const auto split = [&](const std::string& dim) {
+    std::vector<int> axis(e.dims().size(), -1);
+    const auto at = std::find(e.dims().begin(), e.dims().end(), dim);
+    REQUIRE(at != e.dims().end());
+    axis[static_cast<std::size_t>(at - e.dims().begin())] = 0;
+    return e.estimate(two, axis);
+  };
+  const std::uint64_t scores = nb * nh * nl * nm, rows_of = nb * nh * nl;
+  const std::uint64_t q_values = nb * nl * nh * nk, o_values = nb * nl * nh * nv;
+  // heads split: the fused tiles, 2 of 3 heads' on rank 0, no collective but the loss's sum
+  const auto heads_split = split("heads");
+  CHECK(heads_split.collectives.allreduce.calls == 1);
+  CHECK(heads_split.collectives.allreduce.values == 1);
+  CHECK(heads_split.flops * 3 == reference.flops() * 2);
+  CHECK_FALSE(e.gemms(two, heads_split).empty());
+  // d_k split: the scores' sum over d_k, forward
+  const auto key_split = split("d_k");
+  CHECK(key_split.collectives.allreduce.calls == 1);
+  CHECK(key_split.collectives.allreduce.values == scores);
+  CHECK(e.gemms(two, key_split).empty());  // priced by flops: the tiles' shapes do not run
+  // memory_length split: softmax's maxima and sums and the output's sum forward; the softmax's
+  // backward sums and q's gradient backward (k and v split alike: their gradients local)
+  const auto memory_split = split("memory_length");
+  CHECK(memory_split.collectives.allreduce.calls == 5);
+  CHECK(memory_split.collectives.allreduce.values == 3 * rows_of + o_values + q_values);
 }

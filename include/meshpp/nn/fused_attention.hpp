@@ -82,9 +82,9 @@ struct attention_tiles {
   }
 };
 
-// tiles_of<Length, Memory, Heads, Key, Value>(q, k, v): the tiles of this rank's slices; the
-// batch dims and Heads are split alike in all three (one mesh's rules), so their local
-// extents agree, which this checks
+// tiles_of<Length, Memory, Heads, Key, Value>(q, k, v): the tiles of this rank's slices (q, k
+// and v laid out by one mesh's rules and agreeing on the sizes of their shared dims, which
+// fused_attention checks: their batch and heads slices are the same)
 template <class Length, class Memory, class Heads, class Key, class Value, class Q, class K,
           class V>
 attention_tiles tiles_of(const Q& q, const K& k, const V& v) {
@@ -99,12 +99,6 @@ attention_tiles tiles_of(const Q& q, const K& k, const V& v) {
   t.key = e[at + 2];
   t.memory = k.local_shape()[at];
   t.value = v.local_shape()[at + 2];
-  if (k.local().size() != t.sequences * t.memory * t.heads * t.key ||
-      v.local().size() != t.sequences * t.memory * t.heads * t.value) {
-    throw error(
-        "meshpp::nn::multihead_attention: the local slices of q, k and v disagree in "
-        "their batch or heads extents (an internal error)");
-  }
   return t;
 }
 
@@ -160,14 +154,28 @@ auto fused_attention(const Q& q, const K& k, const V& v, bool causal) {
   using X = shape_difference_t<QS, shape<Length, Heads, Key>>;
   static_assert(std::is_same_v<QS, shape_concat_t<X, shape<Length, Heads, Key>>>,
                 "meshpp::detail::fused_attention: q must be [X, Length, Heads, Key]");
+  using KS = shape_concat_t<X, shape<Memory, Heads, Key>>;
+  using VS = shape_concat_t<X, shape<Memory, Heads, Value>>;
+  // laid out by the mesh's rules, all three, so that their batch and heads slices are one
+  // another's and the probabilities' and output's (which the tiles index alike)
+  static_assert(std::is_same_v<QT, tensor_of<T, QS, Mesh>> &&
+                    std::is_same_v<std::remove_cvref_t<decltype(handle_value(input_handle(k)))>,
+                                   tensor_of<T, KS, Mesh>> &&
+                    std::is_same_v<std::remove_cvref_t<decltype(handle_value(input_handle(v)))>,
+                                   tensor_of<T, VS, Mesh>>,
+                "meshpp::detail::fused_attention: q, k and v must be [X, Length, Heads, Key], "
+                "[X, Memory, Heads, Key] and [X, Memory, Heads, Value], laid out by the mesh's "
+                "rules");
+  static_assert(fused_attention_fits_v<Length, Memory, Key, Value, tensor_of<T, QS, Mesh>,
+                                       tensor_of<T, KS, Mesh>, tensor_of<T, VS, Mesh>>,
+                "meshpp::detail::fused_attention: Length, Memory, Key and Value must not be "
+                "split (each rank holds whole heads of whole sequences)");
   using PT = tensor_of<T, shape_concat_t<X, shape<Heads, Length, Memory>>, Mesh>;
   using OT = tensor_of<T, shape_concat_t<X, shape<Length, Heads, Value>>, Mesh>;
   // the probabilities, kept from forward for backward
   auto kept = std::make_shared<std::optional<PT>>();
 
   const auto name = [] {
-    using KS = shape_concat_t<X, shape<Memory, Heads, Key>>;
-    using VS = shape_concat_t<X, shape<Memory, Heads, Value>>;
     return "attention " + to_string(QS{}) + " x " + to_string(KS{}) + " x " + to_string(VS{}) +
            " -> " + to_string(typename OT::shape_type{});
   };
@@ -178,6 +186,13 @@ auto fused_attention(const Q& q, const K& k, const V& v, bool causal) {
 
   auto forward = [kept, causal, name, count](const auto& qv, const auto& kv, const auto& vv) {
     const Mesh& mesh = qv.mesh();
+    // global sizes: the same on every rank, so any error is raised on all of them
+    constexpr const char* what = "meshpp::nn::multihead_attention (fused attention)";
+    check_operands<shape_concat_t<X, shape<Heads, Key>>>(what, "q and k", as_expression(qv),
+                                                         as_expression(kv));
+    check_operands<shape_concat_t<X, shape<Heads>>>(what, "q and v", as_expression(qv),
+                                                    as_expression(vv));
+    check_operands<shape<Memory>>(what, "k and v", as_expression(kv), as_expression(vv));
     const auto scope = mesh.counters().operation(name);
     const auto n = tiles_of<Length, Memory, Heads, Key, Value>(qv, kv, vv);
     PT p(mesh, sizes_from<typename PT::shape_type>(as_expression(qv), as_expression(kv)),
