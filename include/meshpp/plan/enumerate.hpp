@@ -28,10 +28,13 @@
 //                          (forward, and backward's dx) likewise: mean and variance, or the
 //                          backward's two means
 //   attention q x k x v    the fused core of attention (nn/fused_attention.hpp): its gemm
-//     -> o                 calls on rank 0's heads of its sequences, no communication (the
-//                          layer fuses only where each rank holds whole heads of whole
-//                          sequences; a candidate splitting length, memory, d_k or d_v runs
-//                          the separate operations, which this prices as the fused ones)
+//     -> o                 calls on rank 0's heads of its sequences, no communication; where
+//                          the candidate splits length, memory, key or value the layer runs
+//                          the separate operations: their flops x the local share of all the
+//                          tile's dims, and their allreduces (forward: the scores over key,
+//                          softmax's two over memory, the output over memory; backward: over
+//                          length, value, memory, memory and length, for v's, p's, the
+//                          softmax's, q's and k's gradients)
 //   reshape A -> B         a renamed dim (rename<Old, New>) whose mesh dim changes: an
 //                          allgather of the local A over its old mesh dim (then a local slice)
 //   parameter gradients    the backward einsum making a parameter's gradient (C's dims are
@@ -411,11 +414,13 @@ class layout_enumeration {
         r.k = kind::einsum;
         roles(r, o.gemms);
       } else if (starts("attention ") && lists(4)) {
-        // the fused core of attention (nn/fused_attention.hpp): q x k x v -> o, its dims the
-        // three operands'; local where it runs (the layer runs it only so)
-        // local where it runs (the layer runs it only so), one gemm of each recorded shape per
-        // tile: a head of a sequence, q's dims but its last (key) and third from last (length)
+        // the fused core of attention (nn/fused_attention.hpp): q x k x v -> o, all its dims
+        // the three operands'; one gemm of each recorded shape per tile, a head of a sequence:
+        // q's dims but its last (key) and third from last (length)
         r.k = kind::attention;
+        for (const auto& t : r.in)
+          for (const int d : t.dims)
+            if (std::find(r.all.begin(), r.all.end(), d) == r.all.end()) r.all.push_back(d);
         const auto& q = r.in[0].dims;
         for (std::size_t i = 0; i < q.size(); ++i)
           if (i + 3 != q.size() && i + 1 != q.size()) r.batch_dims.push_back(q[i]);
@@ -666,12 +671,40 @@ class layout_enumeration {
           }
           break;
         }
-        case kind::attention:
-          for (const auto& g : local_gemms(r, axis, mesh, sh)) {
-            c.flops += 2 * g.shape.m * g.shape.n * g.shape.k * g.calls;
-            c.cost.compute += machine_.gemm_seconds(g.shape, static_cast<double>(g.calls));
+        case kind::attention: {
+          if (!attention_split(r, axis)) {  // fused: its tiles' gemms, no communication
+            for (const auto& g : local_gemms(r, axis, mesh, sh)) {
+              c.flops += 2 * g.shape.m * g.shape.n * g.shape.k * g.calls;
+              c.cost.compute += machine_.gemm_seconds(g.shape, static_cast<double>(g.calls));
+            }
+            break;
+          }
+          // split: the layer runs scores, softmax and weighted sum as separate operations,
+          // priced as they would be: the products at the flop rate on the local blocks (about:
+          // each scaled by the share of all the tile's dims), and the allreduces their split
+          // contracted dims and the softmax's split rows imply
+          const double flops = static_cast<double>(r.flops) * fraction(tensor_dims{r.all});
+          c.flops += static_cast<std::uint64_t>(std::llround(flops));
+          c.cost.compute += machine_.gemm_seconds(flops);
+          const attention_roles a(r);
+          const double scores = local(a.with({a.heads, a.length, a.memory}));
+          const double rows = local(a.with({a.heads, a.length}));
+          const auto sum = [&](int over, double values, double calls) {
+            collect(collective::allreduce, mask_of({over}), values, calls, r.value_bytes);
+          };
+          if (r.phase == "forward") {
+            sum(a.key, scores, runs_of(r));           // the scores, over key
+            sum(a.memory, rows, 2 * runs_of(r));      // softmax's maxima and sums
+            sum(a.memory, local(r.out), runs_of(r));  // the output, over memory
+          } else {
+            sum(a.length, local(r.in[2]), runs_of(r));  // v's gradient, over length
+            sum(a.value, scores, runs_of(r));           // p's, over value
+            sum(a.memory, rows, runs_of(r));            // softmax's backward sums
+            sum(a.memory, local(r.in[0]), runs_of(r));  // q's, over memory
+            sum(a.length, local(r.in[1]), runs_of(r));  // k's, over length
           }
           break;
+        }
         case kind::reduce:
           streamed = r.streamed * fraction(r.in[0]);
           collect(collective::allreduce, mask_of(r.summed), local(r.out), runs_of(r),
@@ -742,6 +775,34 @@ class layout_enumeration {
     return c;
   }
 
+  // attention_roles(r): the dims of an attention row by role, from its operands q [X, length,
+  // heads, key], k [X, memory, heads, key] and v [X, memory, heads, value]
+  struct attention_roles {
+    std::vector<int> x;
+    int length, heads, key, memory, value;
+    explicit attention_roles(const row& r)
+        : x(r.in[0].dims.begin(), r.in[0].dims.end() - 3),
+          length(r.in[0].dims.end()[-3]),
+          heads(r.in[0].dims.end()[-2]),
+          key(r.in[0].dims.back()),
+          memory(r.in[1].dims.end()[-3]),
+          value(r.in[2].dims.back()) {}
+    // with(dims): X then dims
+    tensor_dims with(std::initializer_list<int> dims) const {
+      tensor_dims t{x};
+      t.dims.insert(t.dims.end(), dims);
+      return t;
+    }
+  };
+  // attention_split(r, axis): the layout splits a dim of attention row r's tiles, so the layer
+  // runs the separate operations instead of the fused one
+  static bool attention_split(const row& r, const std::vector<int>& axis) {
+    const attention_roles a(r);
+    for (const int d : {a.length, a.memory, a.key, a.value})
+      if (axis[static_cast<std::size_t>(d)] >= 0) return true;
+    return false;
+  }
+
   // local_gemms(r, axis, mesh, sh): einsum r's gemm calls on rank 0 under a layout (sh: each
   // dim's share). A forward product with no batch dims whose contracted dims are split runs as
   // a ring fused with its allreduce when the rows it stripes divide among the group (einsum.hpp:
@@ -767,6 +828,7 @@ class layout_enumeration {
       }
     }
     std::vector<gemm_count> out;
+    if (r.k == kind::attention && attention_split(r, axis)) return out;  // priced by its flops
     for (const auto& g : r.gemms) {
       gemm_count l = g.count;
       if (r.k == kind::attention) {  // the same tiles, fewer of them
