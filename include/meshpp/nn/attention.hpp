@@ -161,12 +161,7 @@ class multihead_attention {
     using VT = typename std::remove_cvref_t<decltype(v)>::tensor_type;
     // (q, k and v laid out by the mesh's rules: x may be laid out otherwise, and then so are
     // they, which the tiles do not index)
-    if constexpr (std::is_same_v<QT, tensor_of<T, q_shape, Mesh>> &&
-                  std::is_same_v<KT, tensor_of<T, k_shape, Mesh>> &&
-                  std::is_same_v<VT, tensor_of<T, v_shape, Mesh>> &&
-                  detail::fused_attention_fits_v<Length, Memory, Key, Value, QT, KT, VT,
-                                                 tensor_of<T, s_shape, Mesh>,
-                                                 tensor_of<T, o_shape, Mesh>>) {
+    if constexpr (detail::fused_attention_fits_v<Length, Memory, Key, Value, QT, KT, VT>) {
       if (options_.dropout == 0 || inference) {
         return project(
             detail::fused_attention<Length, Memory, Heads, Key, Value>(q, k, v, options_.causal));

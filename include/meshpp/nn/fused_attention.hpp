@@ -49,14 +49,22 @@
 
 namespace meshpp::detail {
 
-// fused_attention_fits_v<Length, Memory, Key, Value, Tensors...>: none of the tensors splits
-// Length, Memory, Key or Value (each tile, a head of a sequence, whole on one rank)
+// laid_out_by_mesh_rules_v<X>: X is the tensor type its mesh's rules give its shape
+template <class X>
+inline constexpr bool laid_out_by_mesh_rules_v = std::is_same_v<
+    X, tensor_of<typename X::value_type, typename X::shape_type, typename X::mesh_type>>;
+
+// fused_attention_fits_v<Length, Memory, Key, Value, Q, K, V>: q, k and v laid out by their
+// mesh's rules (so their batch and heads slices are one another's and those of the
+// probabilities and output, which the tiles index alike), none splitting Length, Memory, Key
+// or Value (each tile, a head of a sequence, whole on one rank)
 template <class Length, class Memory, class Key, class Value, class... Tensors>
 inline constexpr bool fused_attention_fits_v =
-    (... && (!is_split_in_v<typename Tensors::layout_type, Length> &&
-             !is_split_in_v<typename Tensors::layout_type, Memory> &&
-             !is_split_in_v<typename Tensors::layout_type, Key> &&
-             !is_split_in_v<typename Tensors::layout_type, Value>));
+    (... &&
+     (laid_out_by_mesh_rules_v<Tensors> && !is_split_in_v<typename Tensors::layout_type, Length> &&
+      !is_split_in_v<typename Tensors::layout_type, Memory> &&
+      !is_split_in_v<typename Tensors::layout_type, Key> &&
+      !is_split_in_v<typename Tensors::layout_type, Value>));
 
 // attention_tiles: the sizes of one rank's tiles and where each lies. q, k, v and o are
 // [X, position, Heads, d] (rows of a head lie Heads x d apart), p is [X, Heads, Length, Memory]
@@ -82,11 +90,10 @@ struct attention_tiles {
   }
 };
 
-// tiles_of<Length, Memory, Heads, Key, Value>(q, k, v): the tiles of this rank's slices (q, k
+// tiles_of<Length>(q, k, v): the tiles of this rank's slices (q, k
 // and v laid out by one mesh's rules and agreeing on the sizes of their shared dims, which
 // fused_attention checks: their batch and heads slices are the same)
-template <class Length, class Memory, class Heads, class Key, class Value, class Q, class K,
-          class V>
+template <class Length, class Q, class K, class V>
 attention_tiles tiles_of(const Q& q, const K& k, const V& v) {
   using QS = typename Q::shape_type;
   constexpr std::size_t at = index_of_v<QS, Length>;
@@ -156,20 +163,17 @@ auto fused_attention(const Q& q, const K& k, const V& v, bool causal) {
                 "meshpp::detail::fused_attention: q must be [X, Length, Heads, Key]");
   using KS = shape_concat_t<X, shape<Memory, Heads, Key>>;
   using VS = shape_concat_t<X, shape<Memory, Heads, Value>>;
-  // laid out by the mesh's rules, all three, so that their batch and heads slices are one
-  // another's and the probabilities' and output's (which the tiles index alike)
-  static_assert(std::is_same_v<QT, tensor_of<T, QS, Mesh>> &&
-                    std::is_same_v<std::remove_cvref_t<decltype(handle_value(input_handle(k)))>,
-                                   tensor_of<T, KS, Mesh>> &&
-                    std::is_same_v<std::remove_cvref_t<decltype(handle_value(input_handle(v)))>,
-                                   tensor_of<T, VS, Mesh>>,
-                "meshpp::detail::fused_attention: q, k and v must be [X, Length, Heads, Key], "
-                "[X, Memory, Heads, Key] and [X, Memory, Heads, Value], laid out by the mesh's "
-                "rules");
-  static_assert(fused_attention_fits_v<Length, Memory, Key, Value, tensor_of<T, QS, Mesh>,
-                                       tensor_of<T, KS, Mesh>, tensor_of<T, VS, Mesh>>,
-                "meshpp::detail::fused_attention: Length, Memory, Key and Value must not be "
-                "split (each rank holds whole heads of whole sequences)");
+  using KT = std::remove_cvref_t<decltype(handle_value(input_handle(k)))>;
+  using VT = std::remove_cvref_t<decltype(handle_value(input_handle(v)))>;
+  static_assert(
+      std::is_same_v<typename KT::shape_type, KS> && std::is_same_v<typename VT::shape_type, VS> &&
+          std::is_same_v<typename KT::value_type, T> && std::is_same_v<typename VT::value_type, T>,
+      "meshpp::detail::fused_attention: q, k and v must be [X, Length, Heads, Key], "
+      "[X, Memory, Heads, Key] and [X, Memory, Heads, Value] of one element type");
+  static_assert(fused_attention_fits_v<Length, Memory, Key, Value, QT, KT, VT>,
+                "meshpp::detail::fused_attention: q, k and v must be laid out by the mesh's "
+                "rules, none splitting Length, Memory, Key or Value (each rank holds whole "
+                "heads of whole sequences)");
   using PT = tensor_of<T, shape_concat_t<X, shape<Heads, Length, Memory>>, Mesh>;
   using OT = tensor_of<T, shape_concat_t<X, shape<Length, Heads, Value>>, Mesh>;
   // the probabilities, kept from forward for backward
@@ -194,7 +198,7 @@ auto fused_attention(const Q& q, const K& k, const V& v, bool causal) {
                                                     as_expression(vv));
     check_operands<shape<Memory>>(what, "k and v", as_expression(kv), as_expression(vv));
     const auto scope = mesh.counters().operation(name);
-    const auto n = tiles_of<Length, Memory, Heads, Key, Value>(qv, kv, vv);
+    const auto n = tiles_of<Length>(qv, kv, vv);
     PT p(mesh, sizes_from<typename PT::shape_type>(as_expression(qv), as_expression(kv)),
          PT::uninitialized);
     OT o(mesh, sizes_from<typename OT::shape_type>(as_expression(qv), as_expression(vv)),
@@ -219,16 +223,13 @@ auto fused_attention(const Q& q, const K& k, const V& v, bool causal) {
     const auto& vv = vi.value();
     const Mesh& mesh = qv.mesh();
     const auto scope = mesh.counters().operation(name);
-    const auto n = tiles_of<Length, Memory, Heads, Key, Value>(qv, kv, vv);
-    using QI = std::remove_cvref_t<decltype(qv)>;
-    using KI = std::remove_cvref_t<decltype(kv)>;
-    using VI = std::remove_cvref_t<decltype(vv)>;
-    std::optional<QI> dq;
-    std::optional<KI> dk;
-    std::optional<VI> dv;
-    if (qi.wants_grad()) dq.emplace(mesh, qv.sizes(), QI::uninitialized);
-    if (ki.wants_grad()) dk.emplace(mesh, kv.sizes(), KI::uninitialized);
-    if (vi.wants_grad()) dv.emplace(mesh, vv.sizes(), VI::uninitialized);
+    const auto n = tiles_of<Length>(qv, kv, vv);
+    std::optional<QT> dq;
+    std::optional<KT> dk;
+    std::optional<VT> dv;
+    if (qi.wants_grad()) dq.emplace(mesh, qv.sizes(), QT::uninitialized);
+    if (ki.wants_grad()) dk.emplace(mesh, kv.sizes(), KT::uninitialized);
+    if (vi.wants_grad()) dv.emplace(mesh, vv.sizes(), VT::uninitialized);
     const PT& p = **kept;
     mesh.counters().streamed([&] { return p.local().size() * sizeof(T); });  // p read
     if (dv) count(mesh, n.count(), {n.memory, n.value, n.length, true, false});

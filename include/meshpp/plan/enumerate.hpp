@@ -416,14 +416,13 @@ class layout_enumeration {
       } else if (starts("attention ") && lists(4)) {
         // the fused core of attention (nn/fused_attention.hpp): q x k x v -> o, all its dims
         // the three operands'; one gemm of each recorded shape per tile, a head of a sequence:
-        // q's dims but its last (key) and third from last (length)
+        // its batch dims are X and heads
         r.k = kind::attention;
         for (const auto& t : r.in)
           for (const int d : t.dims)
             if (std::find(r.all.begin(), r.all.end(), d) == r.all.end()) r.all.push_back(d);
-        const auto& q = r.in[0].dims;
-        for (std::size_t i = 0; i < q.size(); ++i)
-          if (i + 3 != q.size() && i + 1 != q.size()) r.batch_dims.push_back(q[i]);
+        const attention_roles a(r);
+        r.batch_dims = a.with({a.heads}).dims;
         for (const auto& g : o.gemms) r.gemms.push_back({g, false});
       } else if (starts("reduce ") && lists(2)) {
         r.k = kind::reduce;
