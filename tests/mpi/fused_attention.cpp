@@ -6,6 +6,9 @@
 //   - the output and the gradients of q, k and v equal the unfused ones exactly (the same gemm
 //     calls per head and the same softmax rows, in the same order);
 //   - only the gradients asked for are made (q, k, then v alone);
+//   - under no_grad the output is the same and the probabilities are not kept;
+//   - with no batch dim, or two (q [length, heads, d_k], [batch, beam, length, heads, d_k]),
+//     the same equalities hold;
 //   - the fused step counts the products' flops and einsum calls the unfused one counts,
 //     forward and backward, and communicates nothing;
 // multihead_attention, under a layout that splits length (which the fused core does not take),
@@ -26,7 +29,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gradcheck.hpp"
@@ -37,6 +42,7 @@ using meshpp_test::weighted_sum;
 using meshpp_test::world;
 
 MESHPP_DIM(batch);
+MESHPP_DIM(beam);
 MESHPP_DIM(length);
 MESHPP_DIM(memory_length);
 MESHPP_DIM(d_model);
@@ -98,7 +104,7 @@ void check_equal(const mesh_t& m, std::size_t nb, std::size_t nh, bool causal) {
   CAPTURE(nb);
   CAPTURE(nh);
   CAPTURE(causal);
-  const auto sizes = mp::extents{batch{} = nb, length{} = 5, memory_length{} = 5,
+  const auto sizes = mp::extents{batch{} = nb, length{} = 5, memory_length{} = 7,
                                  heads{} = nh, d_k{} = 4,    d_v{} = 3};
   auto a = make<T>(m, sizes);
   auto b = make<T>(m, sizes);
@@ -124,6 +130,26 @@ void check_equal(const mesh_t& m, std::size_t nb, std::size_t nh, bool causal) {
   if (a.q.value().local().size() > 0) CHECK(fused_flops > 0);  // (a rank with no sequences: 0)
 
   CHECK_ALL_RANKS(whole(of.value()) == whole(os.value()));
+  // under no_grad: the same output, the probabilities not kept (no pass counted for them)
+  const auto streamed = [&](const auto& run) {
+    m.counters().reset();
+    m.counters().by_operation(true);
+    const auto o = run();
+    std::uint64_t bytes = 0;
+    for (const auto& op : m.counters().operations())
+      if (op.name.starts_with("attention ")) bytes += op.bytes_streamed;
+    m.counters().by_operation(false);
+    return std::pair{whole(o.value()), bytes};
+  };
+  const auto [o_kept, kept_bytes] = streamed([&] { return fused(a.q, a.k, a.v, causal); });
+  const auto [o_free, free_bytes] = streamed([&] {
+    mp::no_grad scope;
+    return fused(a.q, a.k, a.v, causal);
+  });
+  CHECK_ALL_RANKS(o_free == whole(os.value()));
+  CHECK_ALL_RANKS(o_kept == o_free);
+  CHECK(free_bytes == 0);
+  CHECK(kept_bytes == a.q.value().local().size() / 4 * 7 * sizeof(T));  // [b, h, 5, 7] of p
   const auto lf = weighted_sum(of);
   const auto ls = weighted_sum(os);
   m.counters().reset();
@@ -160,6 +186,39 @@ void check_equal(const mesh_t& m, std::size_t nb, std::size_t nh, bool causal) {
   CHECK_ALL_RANKS(whole(*cv.v.grad()) == whole(*dv.v.grad()));
 }
 
+// check_batch_dims<T, X...>(m, sizes): q [X..., length, heads, d_k] with any number of batch
+// dims X (none, or batch and beam: the tiles' sequences are the product of X's slices); the
+// fused output and gradients equal the separate operations' exactly
+template <class T, class... X, class Sizes>
+void check_batch_dims(const mesh_t& m, const Sizes& sizes, bool causal) {
+  CAPTURE(sizeof...(X));
+  CAPTURE(causal);
+  const auto make_qkv = [&] {
+    return std::tuple{
+        var_t<T, X..., length, heads, d_k>(
+            mp::random_normal<T, X..., length, heads, d_k>(m, sizes, 21), "q"),
+        var_t<T, X..., memory_length, heads, d_k>(
+            mp::random_normal<T, X..., memory_length, heads, d_k>(m, sizes, 22), "k"),
+        var_t<T, X..., memory_length, heads, d_v>(
+            mp::random_normal<T, X..., memory_length, heads, d_v>(m, sizes, 23), "v")};
+  };
+  auto [qa, ka, va] = make_qkv();
+  auto [qb, kb, vb] = make_qkv();
+  const auto of = fused(qa, ka, va, causal);
+  const auto s = mp::einsum<mp::shape<X..., heads, length, memory_length>>(qb, kb);
+  const auto p =
+      causal ? mp::softmax<memory_length>(s, mp::causal<length>{}) : mp::softmax<memory_length>(s);
+  const auto os = mp::einsum<mp::shape<X..., length, heads, d_v>>(p, vb);
+  CHECK_ALL_RANKS(whole(of.value()) == whole(os.value()));
+  mp::backward(weighted_sum(of));
+  mp::backward(weighted_sum(os));
+  CHECK_ALL_RANKS(whole(*qa.grad()) == whole(*qb.grad()));
+  CHECK_ALL_RANKS(whole(*ka.grad()) == whole(*kb.grad()));
+  CHECK_ALL_RANKS(whole(*va.grad()) == whole(*vb.grad()));
+  const auto gk = whole(*ka.grad());
+  CHECK(std::any_of(gk.begin(), gk.end(), [](T x) { return x != T(0); }));
+}
+
 std::vector<std::array<int, 2>> shapes() {
   const int n = world().size();
   std::vector<std::array<int, 2>> s{{n, 1}, {1, n}};
@@ -175,6 +234,21 @@ TEST_CASE("fused attention equals scores, softmax and weighted sum as separate o
       check_equal<double>(m, 3, 2, causal);
       check_equal<float>(m, 3, 3, causal);
       check_equal<float>(m, 1, 2, causal);  // a rank with no sequences where batch splits
+    }
+  }
+}
+
+TEST_CASE("fused attention over no batch dim and over two") {
+  // batch split over rows, beam whole; heads split over cols
+  const auto sizes = mp::extents{batch{} = 3, beam{} = 2, length{} = 4, memory_length{} = 6,
+                                 heads{} = 3, d_k{} = 2,  d_v{} = 5};
+  for (const auto& shape : shapes()) {
+    const mesh_t m(mesh_t::coordinates_type{shape[0], shape[1]});
+    CAPTURE(m.describe());
+    for (const bool causal : {true, false}) {
+      check_batch_dims<double>(m, sizes, causal);
+      check_batch_dims<double, batch, beam>(m, sizes, causal);
+      check_batch_dims<float, beam, batch>(m, sizes, causal);
     }
   }
 }

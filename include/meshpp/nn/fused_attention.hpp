@@ -26,7 +26,9 @@
 // runs the unfused operations, which communicate what a split of those dims implies.
 // Communication: none. Counters: its products are counted as einsums (record_einsum: their
 // flops and gemm shapes, so plans and profiles price them), its probabilities as one pass
-// written forward and one read backward.
+// written forward and one read backward. Where no gradient is recorded (no_grad, or no input
+// requires one) the probabilities are not kept: each tile's go through one tile of scratch,
+// and no pass is counted.
 #pragma once
 
 #include <algorithm>
@@ -109,14 +111,14 @@ attention_tiles tiles_of(const Q& q, const K& k, const V& v) {
   return t;
 }
 
-// attention_forward_tile(t, tiles, q, k, v, p, o, causal): one tile's scores into p, turned
-// into probabilities row by row in place (as softmax<Memory>(s, causal<Length>{}) and
+// attention_forward_tile(t, tiles, q, k, v, pt, o, causal): tile t's scores into pt (Length x
+// Memory: its place in the kept probabilities, or a one-tile scratch), turned into
+// probabilities row by row in place (as softmax<Memory>(s, causal<Length>{}) and
 // softmax<Memory>(s) compute each row), then o = p v
 template <class T>
 void attention_forward_tile(std::size_t t, const attention_tiles& n, const T* q, const T* k,
-                            const T* v, T* p, T* o, bool causal) {
+                            const T* v, T* pt, T* o, bool causal) {
   const std::size_t ldq = n.heads * n.key, ldv = n.heads * n.value, m = n.memory;
-  T* pt = p + n.p(t);
   gemm<T>(false, true, n.length, m, n.key, q + n.q(t), ldq, k + n.k(t), ldq, pt, m);
   for (std::size_t r = 0; r < n.length; ++r) {
     T* row = pt + r * m;
@@ -148,6 +150,16 @@ void attention_backward_tile(std::size_t t, const attention_tiles& n, const T* q
   if (dk) gemm<T>(true, false, m, n.key, n.length, ds, m, q + n.q(t), ldq, dk + n.k(t), ldq);
 }
 
+// requires_grad_of(x): x is traced and gradients can flow back through it (a plain tensor or
+// expression: a constant)
+template <class X>
+bool requires_grad_of(const X& x) {
+  if constexpr (is_traced_operand_v<X>)
+    return x.requires_grad();
+  else
+    return false;
+}
+
 // fused_attention<Length, Memory, Heads, Key, Value>(q, k, v, causal): see the top of this
 // header. q, k, v traced (or plain) tensors of one mesh, laid out by its rules, with
 // fused_attention_fits_v; the result is o [X, Length, Heads, Value], traced.
@@ -176,8 +188,11 @@ auto fused_attention(const Q& q, const K& k, const V& v, bool causal) {
                 "heads of whole sequences)");
   using PT = tensor_of<T, shape_concat_t<X, shape<Heads, Length, Memory>>, Mesh>;
   using OT = tensor_of<T, shape_concat_t<X, shape<Length, Heads, Value>>, Mesh>;
-  // the probabilities, kept from forward for backward
+  // the probabilities, kept from forward for backward; where no gradient is recorded (a no_grad
+  // scope, or no input that requires one) each tile's go through a one-tile scratch instead
   auto kept = std::make_shared<std::optional<PT>>();
+  const bool keep =
+      grad_enabled() && (requires_grad_of(q) || requires_grad_of(k) || requires_grad_of(v));
 
   const auto name = [] {
     return "attention " + to_string(QS{}) + " x " + to_string(KS{}) + " x " + to_string(VS{}) +
@@ -188,7 +203,7 @@ auto fused_attention(const Q& q, const K& k, const V& v, bool causal) {
     mesh.counters().record_einsum(2ull * tiles * s.m * s.n * s.k, s, tiles);
   };
 
-  auto forward = [kept, causal, name, count](const auto& qv, const auto& kv, const auto& vv) {
+  auto forward = [kept, keep, causal, name, count](const auto& qv, const auto& kv, const auto& vv) {
     const Mesh& mesh = qv.mesh();
     // global sizes: the same on every rank, so any error is raised on all of them
     constexpr const char* what = "meshpp::nn::multihead_attention (fused attention)";
@@ -199,20 +214,25 @@ auto fused_attention(const Q& q, const K& k, const V& v, bool causal) {
     check_operands<shape<Memory>>(what, "k and v", as_expression(kv), as_expression(vv));
     const auto scope = mesh.counters().operation(name);
     const auto n = tiles_of<Length>(qv, kv, vv);
-    PT p(mesh, sizes_from<typename PT::shape_type>(as_expression(qv), as_expression(kv)),
-         PT::uninitialized);
     OT o(mesh, sizes_from<typename OT::shape_type>(as_expression(qv), as_expression(vv)),
          OT::uninitialized);
-    mesh.counters().streamed([&] { return p.local().size() * sizeof(T); });  // p written
+    std::optional<PT> p;
+    if (keep) {
+      p.emplace(mesh, sizes_from<typename PT::shape_type>(as_expression(qv), as_expression(kv)),
+                PT::uninitialized);
+      mesh.counters().streamed([&] { return p->local().size() * sizeof(T); });  // p written
+    }
     count(mesh, n.count(), {n.length, n.memory, n.key, false, true});
     count(mesh, n.count(), {n.length, n.value, n.memory, false, false});
     if (!mesh.planning()) {
+      std::vector<T> scratch(keep ? 0 : n.length * n.memory);
       for (std::size_t t = 0; t < n.count(); ++t) {
         attention_forward_tile(t, n, qv.local().data(), kv.local().data(), vv.local().data(),
-                               p.local().data(), o.local().data(), causal);
+                               keep ? p->local().data() + n.p(t) : scratch.data(), o.local().data(),
+                               causal);
       }
     }
-    kept->emplace(std::move(p));
+    if (keep) kept->emplace(std::move(*p));
     return o;
   };
 
