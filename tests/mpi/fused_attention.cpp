@@ -146,9 +146,14 @@ void check_equal(const mesh_t& m, std::size_t nb, std::size_t nh, bool causal) {
     mp::no_grad scope;
     return fused(a.q, a.k, a.v, causal);
   });
+  // and outside no_grad with no input requiring a gradient (plain tensors): none kept either
+  const auto [o_plain, plain_bytes] =
+      streamed([&] { return fused(a.q.value(), a.k.value(), a.v.value(), causal); });
   CHECK_ALL_RANKS(o_free == whole(os.value()));
   CHECK_ALL_RANKS(o_kept == o_free);
+  CHECK_ALL_RANKS(o_plain == o_free);
   CHECK(free_bytes == 0);
+  CHECK(plain_bytes == 0);
   CHECK(kept_bytes == a.q.value().local().size() / 4 * 7 * sizeof(T));  // [b, h, 5, 7] of p
   const auto lf = weighted_sum(of);
   const auto ls = weighted_sum(os);

@@ -31,7 +31,7 @@ namespace detail {
 // (M_MMAP_MAX 0: no block gets a mapping of its own, so no mmap threshold applies; a threshold
 // alone stops at 32 MiB, glibc's largest, and the n = 4096 products' 64 MiB results were mapped
 // and faulted in afresh on every call, 0.14 to 0.44 s of a 0.75 s product on one machine,
-// README "Benchmarks", run C), and up
+// docs/benchmark-runs.md, run C), and up
 // to 1 GiB of free heap is kept for the next step (memory freed below a block still in use
 // stays with the process until malloc reuses it: MESHPP_SYSTEM_MALLOC=1 for a program that
 // wants large transient blocks given back at once). Skipped when the user set

@@ -42,6 +42,7 @@
 
 #include "meshpp/autodiff/record.hpp"
 #include "meshpp/autodiff/softmax.hpp"
+#include "meshpp/core/error.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
@@ -250,6 +251,10 @@ auto fused_attention(const Q& q, const K& k, const V& v, bool causal) {
     if (qi.wants_grad()) dq.emplace(mesh, qv.sizes(), QT::uninitialized);
     if (ki.wants_grad()) dk.emplace(mesh, kv.sizes(), KT::uninitialized);
     if (vi.wants_grad()) dv.emplace(mesh, vv.sizes(), VT::uninitialized);
+    if (!kept->has_value())  // keep above is record_node's own condition: not reached
+      throw error(
+          "meshpp: internal error: fused attention's backward step ran without the "
+          "probabilities its forward step keeps");
     const PT& p = **kept;
     mesh.counters().streamed([&] { return p.local().size() * sizeof(T); });  // p read
     if (dv) count(mesh, n.count(), {n.memory, n.value, n.length, true, false});
