@@ -258,6 +258,35 @@ TEST_CASE("fused attention over no batch dim and over two") {
   }
 }
 
+TEST_CASE("fused attention refuses operands whose shared dims differ, on every rank") {
+  // sizes are global, so every rank throws before any work, with the same message
+  const mesh_t m(meshpp_test::grid2(world().size()));
+  const auto base = mp::extents{batch{} = 2, length{} = 3, memory_length{} = 4,
+                                heads{} = 2, d_k{} = 2,    d_v{} = 3};
+  const auto wide = mp::extents{batch{} = 2, length{} = 3, memory_length{} = 5,
+                                heads{} = 3, d_k{} = 3,    d_v{} = 3};
+  const auto q = mp::random_normal<float, batch, length, heads, d_k>(m, base, 1);
+  const auto k = mp::random_normal<float, batch, memory_length, heads, d_k>(m, base, 2);
+  const auto v = mp::random_normal<float, batch, memory_length, heads, d_v>(m, base, 3);
+  const auto k_wide = mp::random_normal<float, batch, memory_length, heads, d_k>(m, wide, 2);
+  const auto v_wide = mp::random_normal<float, batch, memory_length, heads, d_v>(m, wide, 3);
+  const auto refused = [&](const auto& kk, const auto& vv, const std::string& names) {
+    std::string message;
+    try {
+      (void)fused(mp::trace(q), kk, vv, true);
+    } catch (const mp::error& e) {
+      message = e.what();
+    }
+    CAPTURE(message);
+    CHECK_ALL_RANKS(message.find(names) != std::string::npos);
+  };
+  refused(k_wide, v, "q and k disagree on the size of dim 'heads': 2 and 3");
+  refused(k, v_wide, "q and v disagree on the size of dim 'heads': 2 and 3");
+  const auto v_longer = mp::random_normal<float, batch, memory_length, heads, d_v>(
+      m, mp::extents{batch{} = 2, memory_length{} = 5, heads{} = 2, d_v{} = 3}, 3);
+  refused(k, v_longer, "k and v disagree on the size of dim 'memory_length': 4 and 5");
+}
+
 TEST_CASE("multihead_attention with length split runs the separate operations, same output") {
   using length_mesh =
       mp::mesh<mp::axes<rows, cols>, mp::layout<mp::split<length, rows>, mp::split<heads, cols>>>;
