@@ -217,11 +217,10 @@ auto fused_attention(const Q& q, const K& k, const V& v, bool causal) {
     const auto n = tiles_of<Length>(qv, kv, vv);
     OT o(mesh, sizes_from<typename OT::shape_type>(as_expression(qv), as_expression(vv)),
          OT::uninitialized);
-    std::optional<PT> p;
-    if (keep) {
-      p.emplace(mesh, sizes_from<typename PT::shape_type>(as_expression(qv), as_expression(kv)),
-                PT::uninitialized);
-      mesh.counters().streamed([&] { return p->local().size() * sizeof(T); });  // p written
+    if (keep) {  // the probabilities, written in place tile by tile
+      kept->emplace(mesh, sizes_from<typename PT::shape_type>(as_expression(qv), as_expression(kv)),
+                    PT::uninitialized);
+      mesh.counters().streamed([&] { return (*kept)->local().size() * sizeof(T); });
     }
     count(mesh, n.count(), {n.length, n.memory, n.key, false, true});
     count(mesh, n.count(), {n.length, n.value, n.memory, false, false});
@@ -229,11 +228,10 @@ auto fused_attention(const Q& q, const K& k, const V& v, bool causal) {
       std::vector<T> scratch(keep ? 0 : n.length * n.memory);
       for (std::size_t t = 0; t < n.count(); ++t) {
         attention_forward_tile(t, n, qv.local().data(), kv.local().data(), vv.local().data(),
-                               keep ? p->local().data() + n.p(t) : scratch.data(), o.local().data(),
-                               causal);
+                               keep ? (*kept)->local().data() + n.p(t) : scratch.data(),
+                               o.local().data(), causal);
       }
     }
-    if (keep) kept->emplace(std::move(*p));
     return o;
   };
 

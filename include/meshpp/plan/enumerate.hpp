@@ -418,10 +418,8 @@ class layout_enumeration {
         // the three operands'; one gemm of each recorded shape per tile, a head of a sequence:
         // its batch dims are X and heads
         r.k = kind::attention;
-        for (const auto& t : r.in)
-          for (const int d : t.dims)
-            if (std::find(r.all.begin(), r.all.end(), d) == r.all.end()) r.all.push_back(d);
         const attention_roles a(r);
+        r.all = a.with({a.length, a.heads, a.key, a.memory, a.value}).dims;
         r.batch_dims = a.with({a.heads}).dims;
         for (const auto& g : o.gemms) r.gemms.push_back({g, false});
       } else if (starts("reduce ") && lists(2)) {
