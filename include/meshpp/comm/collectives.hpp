@@ -50,10 +50,12 @@
 #include <boost/mpi/datatype.hpp>
 
 #include "meshpp/core/blocks.hpp"
+#include "meshpp/core/config.hpp"
 #include "meshpp/core/counters.hpp"
 #include "meshpp/core/detail/checked.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/lanes.hpp"
+#include "meshpp/core/mesh.hpp"
 #include "meshpp/core/shape.hpp"
 
 namespace meshpp {
@@ -103,34 +105,43 @@ namespace detail {
 template <class Mesh>
 inline constexpr auto mesh_names = Mesh::names();
 
+// collective_site<T>(m, operation, mask, n): a call's description for messages and
+// fingerprints (the names live as long as the mesh's state)
+template <class T>
+call_site collective_site(const mesh_base& m, const char* operation, unsigned mask, std::size_t n) {
+  return {operation, mask, m.names(), type_name<T>(), n};
+}
+
+// begin_collective<T>(m, mask, kind, operation, in, out, bytes, p): the prologue of a
+// collective of in's values into out over the group of p members over the mesh dims in mask:
+// counts the call (bytes sent by this member); then the call's site, announced to the group
+// (before_collective), where MPI is to be called, else nothing: a planned mesh moves nothing,
+// and a group of one copies in to out
+template <class T>
+std::optional<call_site> begin_collective(const mesh_base& m, unsigned mask, collective kind,
+                                          const char* operation, std::span<const T> in,
+                                          std::span<T> out, std::uint64_t bytes, std::size_t p) {
+  m.counters().record(kind, mask, in.size(), bytes);
+  if (m.planning()) return std::nullopt;
+  if (p == 1) {
+    std::copy(in.begin(), in.end(), out.begin());
+    return std::nullopt;
+  }
+  auto s = collective_site<T>(m, operation, mask, in.size());
+  before_collective(MPI_Comm(m.communicator(mask)), s);
+  return s;
+}
+
+// group_of<Mesh, Ms...>: the mask of mesh dims Ms of Mesh, and their communicator
 template <class Mesh, class... Ms>
 struct group_of {
   static constexpr unsigned mask = Mesh::template mask_v<Ms...>;
   static const boost::mpi::communicator& comm(const Mesh& m) {
     return m.template communicator<Ms...>();
   }
-  // site<T>(operation, n): the call's description for messages and fingerprints
   template <class T>
   static call_site site(const char* operation, std::size_t n) {
     return {operation, mask, mesh_names<Mesh>, type_name<T>(), n};
-  }
-  // begin<T>(m, kind, operation, in, out, bytes): the prologue of a collective of in's values
-  // into out over the group of p members: counts the call (bytes sent by this member); then
-  // the call's site, announced to the group (before_collective), where MPI is to be called,
-  // else nothing: a planned mesh moves nothing, and a group of one copies in to out
-  template <class T>
-  static std::optional<call_site> begin(const Mesh& m, collective kind, const char* operation,
-                                        std::span<const T> in, std::span<T> out,
-                                        std::uint64_t bytes, std::size_t p) {
-    m.counters().record(kind, mask, in.size(), bytes);
-    if (m.planning()) return std::nullopt;
-    if (p == 1) {
-      std::copy(in.begin(), in.end(), out.begin());
-      return std::nullopt;
-    }
-    auto s = site<T>(operation, in.size());
-    before_collective(MPI_Comm(comm(m)), s);
-    return s;
   }
 };
 template <class T>
@@ -258,9 +269,9 @@ struct group_blocks {
 // blocks_of(who, m, mask, counts, whole, mine): this rank's group over the mesh dims in mask
 // and its blocks, after checking that there is one count per member, that the buffer of all
 // blocks holds `whole` values as the counts say, and this member's buffer its own block
-template <class Mesh>
-group_blocks blocks_of(const char* who, const Mesh& m, unsigned mask,
-                       std::span<const std::size_t> counts, std::size_t whole, std::size_t mine) {
+inline group_blocks blocks_of(const char* who, const mesh_base& m, unsigned mask,
+                              std::span<const std::size_t> counts, std::size_t whole,
+                              std::size_t mine) {
   const auto p = static_cast<std::size_t>(m.group_size(mask));
   const auto me = static_cast<std::size_t>(m.group_rank(mask));
   check_block_counts(who, counts, p);
@@ -290,40 +301,54 @@ namespace detail {
 // allreduce_over(m, mask, data, op): the allreduce of this rank's group over the mesh dims in
 // the bit set mask, counted (on a planned mesh: counted only); what allreduce<over<...>, Op> and
 // allreduce_sum run
-template <class Mesh, class T>
-void allreduce_over(const Mesh& m, unsigned mask, std::span<T> data, MPI_Op op) {
+template <class T>
+MESHPP_KERNEL void allreduce_over(const mesh_base& m, unsigned mask, std::span<T> data, MPI_Op op) {
   const std::size_t p = static_cast<std::size_t>(m.group_size(mask));
   m.counters().record(collective::allreduce, mask, data.size(),
                       2 * (p - 1) * bytes<T>(data.size()) / p);
   if (p == 1 || data.empty() || m.planning()) return;
   allreduce_in_place(MPI_Comm(m.communicator(mask)), data.data(), data.size(), op,
-                     call_site{"allreduce", mask, mesh_names<Mesh>, type_name<T>(), data.size()});
+                     collective_site<T>(m, "allreduce", mask, data.size()));
 }
-}  // namespace detail
 
-template <class Over, class Op = op::sum>
-struct allreduce;
-// [x] |-> [x]   every member ends with the element-wise Op of all members' buffers
-template <class... Ms, class Op>
-struct allreduce<over<Ms...>, Op> {
-  template <class Mesh, class T>
-  static void run(const Mesh& m, std::span<T> data) {
-    if constexpr (sizeof...(Ms) == 0) return;  // over no mesh dims: nothing to combine
-    using g = detail::group_of<Mesh, Ms...>;
-    detail::allreduce_over(m, g::mask, data, Op::mpi());
-  }
-};
-
-namespace detail {
 // allreduce_sum(m, mask, data): allreduce<over<...>, op::sum>::run(m, data) over the mesh dims
 // in the bit set mask, known at run time (a gradient's pending partial sums); none: nothing
-template <class Mesh, class T>
-void allreduce_sum(const Mesh& m, unsigned mask, std::span<T> data) {
+template <class T>
+void allreduce_sum(const mesh_base& m, unsigned mask, std::span<T> data) {
   if (mask != 0) allreduce_over(m, mask, data, MPI_SUM);
 }
-}  // namespace detail
 
-namespace detail {
+// allgather_over(m, mask, in, out): allgather<over<...>>::run over the mesh dims in mask
+template <class T>
+MESHPP_KERNEL void allgather_over(const mesh_base& m, unsigned mask, std::span<const T> in,
+                                  std::span<T> out) {
+  const std::size_t p = static_cast<std::size_t>(m.group_size(mask));
+  if (out.size() != in.size() * p) {
+    throw error("meshpp::allgather: the output holds " + std::to_string(out.size()) +
+                " values; the group of " + std::to_string(p) + " needs " +
+                std::to_string(in.size() * p));
+  }
+  const auto started = begin_collective<T>(m, mask, collective::allgather, "allgather", in, out,
+                                           (p - 1) * bytes<T>(in.size()), p);
+  if (!started) return;
+  const auto& site = *started;
+  const MPI_Comm comm(m.communicator(mask));
+  const MPI_Datatype type = mpi_type<T>();
+  const std::size_t n = in.size();
+  if (n <= mpi_count_limit) {
+    checked(MPI_Allgather(in.data(), as_count(n), type, out.data(), as_count(n), type, comm),
+            "MPI_Allgather", site);
+    return;
+  }
+  // blocks too large for one count: piece [at, at + c) of every block, received through a
+  // type whose extent is the whole block, so member j's piece lands at j n + at
+  for_each_piece(n, [&](std::size_t at, std::size_t c) {
+    const strided_type block(type, c, n);
+    checked(MPI_Allgather(in.data() + at, as_count(c), type, out.data() + at, 1, block.get(), comm),
+            "MPI_Allgather", site);
+  });
+}
+
 // allgather_blocks_over(m, mask, data, counts): the allgather of this rank's group over the
 // mesh dims in the bit set mask, in place: member j's block is counts[j] values at data +
 // counts[0] + ... + counts[j - 1], this member's already there, the others' received there
@@ -332,9 +357,9 @@ namespace detail {
 // MPI_Allgatherv, or point-to-point messages when the total outgrows MPI's int (the total is
 // the same on every member, so is the choice). What run_blocks and the sharded optimizer
 // update (optim/optimizer.hpp) run.
-template <class Mesh, class T>
-void allgather_blocks_over(const Mesh& m, unsigned mask, std::span<T> data,
-                           std::span<const std::size_t> counts) {
+template <class T>
+MESHPP_KERNEL void allgather_blocks_over(const mesh_base& m, unsigned mask, std::span<T> data,
+                                         std::span<const std::size_t> counts) {
   const auto me = static_cast<std::size_t>(m.group_rank(mask));
   const auto blocks = blocks_of("meshpp::allgather", m, mask, counts, data.size(),
                                 me < counts.size() ? counts[me] : 0);
@@ -343,7 +368,7 @@ void allgather_blocks_over(const Mesh& m, unsigned mask, std::span<T> data,
   m.counters().record(collective::allgather, mask, counts[me], bytes<T>(data.size() - counts[me]));
   if (m.planning() || p == 1) return;
   const auto& comm = m.communicator(mask);
-  call_site site{"allgather", mask, mesh_names<Mesh>, type_name<T>(), counts[me]};
+  auto site = collective_site<T>(m, "allgather", mask, counts[me]);
   site.count_agrees = false;
   before_collective(MPI_Comm(comm), site);
   const MPI_Datatype type = mpi_type<T>();
@@ -364,7 +389,164 @@ void allgather_blocks_over(const Mesh& m, unsigned mask, std::span<T> data,
       },
       site);
 }
+
+// allgather_blocks_run(m, mask, in, out, counts): allgather<over<...>>::run_blocks over the
+// mesh dims in mask
+template <class T>
+MESHPP_KERNEL void allgather_blocks_run(const mesh_base& m, unsigned mask, std::span<const T> in,
+                                        std::span<T> out, std::span<const std::size_t> counts) {
+  const auto blocks = blocks_of("meshpp::allgather", m, mask, counts, out.size(), in.size());
+  if (all_equal(counts)) return allgather_over(m, mask, in, out);  // even: MPI_Allgather
+  if (!m.planning())
+    std::copy(in.begin(), in.end(),
+              out.begin() + static_cast<std::ptrdiff_t>(blocks.at[blocks.me]));
+  allgather_blocks_over(m, mask, out, counts);
+}
+
+// alltoall_over(m, mask, in, out): alltoall<over<...>>::run over the mesh dims in mask
+template <class T>
+MESHPP_KERNEL void alltoall_over(const mesh_base& m, unsigned mask, std::span<const T> in,
+                                 std::span<T> out) {
+  const std::size_t p = static_cast<std::size_t>(m.group_size(mask));
+  if (out.size() != in.size() || in.size() % p != 0) {
+    throw error(
+        "meshpp::alltoall: input and output must hold the same number of values, a "
+        "multiple of the group size " +
+        std::to_string(p));
+  }
+  const auto started = begin_collective<T>(m, mask, collective::alltoall, "alltoall", in, out,
+                                           (p - 1) * bytes<T>(in.size()) / p, p);
+  if (!started) return;
+  const auto& site = *started;
+  const MPI_Comm comm(m.communicator(mask));
+  const std::size_t n = in.size() / p;  // a block
+  const MPI_Datatype type = mpi_type<T>();
+  if (n <= mpi_count_limit) {
+    checked(MPI_Alltoall(in.data(), as_count(n), type, out.data(), as_count(n), type, comm),
+            "MPI_Alltoall", site);
+    return;
+  }
+  // as allgather does: a piece of every block at once
+  for_each_piece(n, [&](std::size_t at, std::size_t c) {
+    const strided_type block(type, c, n);
+    checked(MPI_Alltoall(in.data() + at, 1, block.get(), out.data() + at, 1, block.get(), comm),
+            "MPI_Alltoall", site);
+  });
+}
+
+// alltoall_counted<T>(m, mask, send_counts): an alltoall of blocks of send_counts[j] values to
+// member j over the mesh dims in mask, counted once (this member's own block not among the
+// bytes), after checking there is one count a member; its group's size, this member's place in
+// it and the values sent
+struct alltoall_group {
+  std::size_t p, me, values;
+};
+template <class T>
+MESHPP_KERNEL alltoall_group alltoall_counted(const mesh_base& m, unsigned mask,
+                                              std::span<const std::size_t> send_counts) {
+  const std::size_t p = static_cast<std::size_t>(m.group_size(mask));
+  const std::size_t me = static_cast<std::size_t>(m.group_rank(mask));
+  check_block_counts("meshpp::alltoall", send_counts, p);
+  const std::size_t values =
+      std::accumulate(send_counts.begin(), send_counts.end(), std::size_t{0});
+  m.counters().record(collective::alltoall, mask, values, bytes<T>(values - send_counts[me]));
+  return {p, me, values};
+}
+
+// alltoall_blocks_where<T>(m, mask, send_counts, send_block, recv_counts, recv_block):
+// alltoall<over<...>>::run_blocks_where over the mesh dims in mask
+template <class T, class SendBlock, class RecvBlock>
+void alltoall_blocks_where(const mesh_base& m, unsigned mask,
+                           std::span<const std::size_t> send_counts, SendBlock&& send_block,
+                           std::span<const std::size_t> recv_counts, RecvBlock&& recv_block) {
+  const std::size_t me = static_cast<std::size_t>(m.group_rank(mask));
+  check_block_counts("meshpp::alltoall", recv_counts, static_cast<std::size_t>(m.group_size(mask)));
+  if (me < send_counts.size() && send_counts[me] != recv_counts[me]) {
+    throw error("meshpp::alltoall: this member's own block is " + std::to_string(send_counts[me]) +
+                " values sent and " + std::to_string(recv_counts[me]) + " received");
+  }
+  const auto g = alltoall_counted<T>(m, mask, send_counts);
+  if (m.planning() || g.p == 1) return;
+  const auto& comm = m.communicator(mask);
+  auto site = collective_site<T>(m, "alltoall", mask, g.values);
+  site.count_agrees = false;
+  before_collective(MPI_Comm(comm), site);
+  exchange_messages(
+      MPI_Comm(comm), mpi_type<T>(), sizeof(T),
+      [&](std::size_t j) {
+        return std::pair{static_cast<const void*>(send_block(j)), send_counts[j]};
+      },
+      [&](std::size_t j) {
+        return std::pair{static_cast<void*>(recv_block(j)), recv_counts[j]};
+      },
+      site);
+}
+
+// alltoall_blocks_run(m, mask, send, send_counts, recv, recv_counts): alltoall<over<...>>::
+// run_blocks over the mesh dims in mask
+template <class T>
+MESHPP_KERNEL void alltoall_blocks_run(const mesh_base& m, unsigned mask, std::span<const T> send,
+                                       std::span<const std::size_t> send_counts, std::span<T> recv,
+                                       std::span<const std::size_t> recv_counts) {
+  const std::size_t p = static_cast<std::size_t>(m.group_size(mask));
+  const std::size_t me = static_cast<std::size_t>(m.group_rank(mask));
+  check_block_counts("meshpp::alltoall", send_counts, p);
+  check_block_counts("meshpp::alltoall", recv_counts, p);
+  const auto send_at = block_offsets(send_counts);
+  const auto recv_at = block_offsets(recv_counts);
+  if (send.size() != send_at[p] || recv.size() != recv_at[p]) {
+    throw error("meshpp::alltoall: the buffers (" + std::to_string(send.size()) + " and " +
+                std::to_string(recv.size()) + " values) do not match the block counts");
+  }
+  alltoall_blocks_where<T>(
+      m, mask, send_counts, [&](std::size_t j) { return send.data() + send_at[j]; }, recv_counts,
+      [&](std::size_t j) { return recv.data() + recv_at[j]; });
+  if (!m.planning())
+    std::copy_n(send.data() + send_at[me], send_counts[me], recv.data() + recv_at[me]);
+}
+
+// alltoall_in_pieces<T>(m, mask, send_counts, bound, move): alltoall<over<...>>::run_in_pieces
+// over the mesh dims in mask
+template <class T, class Move>
+void alltoall_in_pieces(const mesh_base& m, unsigned mask, std::span<const std::size_t> send_counts,
+                        std::size_t bound, Move&& move) {
+  alltoall_counted<T>(m, mask, send_counts);
+  if (m.planning()) return;
+  const auto& comm = m.communicator(mask);
+  // the call names the bound, which every member shares (its values where the split is even;
+  // where it is not, each member's count is its own)
+  before_collective(MPI_Comm(comm), collective_site<T>(m, "alltoall", mask, bound));
+  alltoall_exchange<T> exchange(comm, bound);
+  move(exchange);
+}
+
+// broadcast_over(m, mask, data, root): broadcast<over<...>>::run over the mesh dims in mask
+template <class T>
+MESHPP_KERNEL void broadcast_over(const mesh_base& m, unsigned mask, std::span<T> data, int root) {
+  const int p = m.group_size(mask);
+  if (root < 0 || root >= p) {
+    throw error("meshpp::broadcast: root " + std::to_string(root) + " is not a member of the " +
+                "group of " + std::to_string(p));
+  }
+  m.counters().record(collective::broadcast, mask, data.size(),
+                      m.group_rank(mask) == root && p > 1 ? bytes<T>(data.size()) : 0);
+  if (p == 1 || m.planning()) return;
+  broadcast_in_place(MPI_Comm(m.communicator(mask)), data.data(), data.size(), root,
+                     collective_site<T>(m, "broadcast", mask, data.size()));
+}
 }  // namespace detail
+
+template <class Over, class Op = op::sum>
+struct allreduce;
+// [x] |-> [x]   every member ends with the element-wise Op of all members' buffers
+template <class... Ms, class Op>
+struct allreduce<over<Ms...>, Op> {
+  template <class Mesh, class T>
+  static void run(const Mesh& m, std::span<T> data) {
+    if constexpr (sizeof...(Ms) == 0) return;  // over no mesh dims: nothing to combine
+    detail::allreduce_over(m, Mesh::template mask_v<Ms...>, data, Op::mpi());
+  }
+};
 
 template <class Over>
 struct allgather;
@@ -373,34 +555,7 @@ template <class... Ms>
 struct allgather<over<Ms...>> {
   template <class Mesh, class T>
   static void run(const Mesh& m, std::span<const T> in, std::span<T> out) {
-    using g = detail::group_of<Mesh, Ms...>;
-    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
-    if (out.size() != in.size() * p) {
-      throw error("meshpp::allgather: the output holds " + std::to_string(out.size()) +
-                  " values; the group of " + std::to_string(p) + " needs " +
-                  std::to_string(in.size() * p));
-    }
-    const auto started = g::template begin<T>(m, collective::allgather, "allgather", in, out,
-                                              (p - 1) * detail::bytes<T>(in.size()), p);
-    if (!started) return;
-    const auto& site = *started;
-    const auto& comm = g::comm(m);
-    const MPI_Datatype type = detail::mpi_type<T>();
-    const std::size_t n = in.size();
-    if (n <= detail::mpi_count_limit) {
-      detail::checked(MPI_Allgather(in.data(), detail::as_count(n), type, out.data(),
-                                    detail::as_count(n), type, MPI_Comm(comm)),
-                      "MPI_Allgather", site);
-      return;
-    }
-    // blocks too large for one count: piece [at, at + c) of every block, received through a
-    // type whose extent is the whole block, so member j's piece lands at j n + at
-    detail::for_each_piece(n, [&](std::size_t at, std::size_t c) {
-      const detail::strided_type block(type, c, n);
-      detail::checked(MPI_Allgather(in.data() + at, detail::as_count(c), type, out.data() + at, 1,
-                                    block.get(), MPI_Comm(comm)),
-                      "MPI_Allgather", site);
-    });
+    detail::allgather_over(m, Mesh::template mask_v<Ms...>, in, out);
   }
 
   // run_blocks(m, in, out, counts): member j's block holds counts[j] values (the same counts on
@@ -410,14 +565,7 @@ struct allgather<over<Ms...>> {
   template <class Mesh, class T>
   static void run_blocks(const Mesh& m, std::span<const T> in, std::span<T> out,
                          std::span<const std::size_t> counts) {
-    using g = detail::group_of<Mesh, Ms...>;
-    const auto blocks =
-        detail::blocks_of("meshpp::allgather", m, g::mask, counts, out.size(), in.size());
-    if (detail::all_equal(counts)) return run(m, in, out);  // even: MPI_Allgather
-    if (!m.planning())
-      std::copy(in.begin(), in.end(),
-                out.begin() + static_cast<std::ptrdiff_t>(blocks.at[blocks.me]));
-    detail::allgather_blocks_over(m, g::mask, out, counts);
+    detail::allgather_blocks_run(m, Mesh::template mask_v<Ms...>, in, out, counts);
   }
 };
 
@@ -428,34 +576,7 @@ template <class... Ms>
 struct alltoall<over<Ms...>> {
   template <class Mesh, class T>
   static void run(const Mesh& m, std::span<const T> in, std::span<T> out) {
-    using g = detail::group_of<Mesh, Ms...>;
-    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
-    if (out.size() != in.size() || in.size() % p != 0) {
-      throw error(
-          "meshpp::alltoall: input and output must hold the same number of values, a "
-          "multiple of the group size " +
-          std::to_string(p));
-    }
-    const auto started = g::template begin<T>(m, collective::alltoall, "alltoall", in, out,
-                                              (p - 1) * detail::bytes<T>(in.size()) / p, p);
-    if (!started) return;
-    const auto& site = *started;
-    const auto& comm = g::comm(m);
-    const std::size_t n = in.size() / p;  // a block
-    const MPI_Datatype type = detail::mpi_type<T>();
-    if (n <= detail::mpi_count_limit) {
-      detail::checked(MPI_Alltoall(in.data(), detail::as_count(n), type, out.data(),
-                                   detail::as_count(n), type, MPI_Comm(comm)),
-                      "MPI_Alltoall", site);
-      return;
-    }
-    // as allgather does: a piece of every block at once
-    detail::for_each_piece(n, [&](std::size_t at, std::size_t c) {
-      const detail::strided_type block(type, c, n);
-      detail::checked(MPI_Alltoall(in.data() + at, 1, block.get(), out.data() + at, 1, block.get(),
-                                   MPI_Comm(comm)),
-                      "MPI_Alltoall", site);
-    });
+    detail::alltoall_over(m, Mesh::template mask_v<Ms...>, in, out);
   }
 
   // run_blocks(m, send, send_counts, recv, recv_counts): blocks of different sizes, back to
@@ -465,22 +586,8 @@ struct alltoall<over<Ms...>> {
   static void run_blocks(const Mesh& m, std::span<const T> send,
                          std::span<const std::size_t> send_counts, std::span<T> recv,
                          std::span<const std::size_t> recv_counts) {
-    using g = detail::group_of<Mesh, Ms...>;
-    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
-    const std::size_t me = static_cast<std::size_t>(m.group_rank(g::mask));
-    detail::check_block_counts("meshpp::alltoall", send_counts, p);
-    detail::check_block_counts("meshpp::alltoall", recv_counts, p);
-    const auto send_at = detail::block_offsets(send_counts);
-    const auto recv_at = detail::block_offsets(recv_counts);
-    if (send.size() != send_at[p] || recv.size() != recv_at[p]) {
-      throw error("meshpp::alltoall: the buffers (" + std::to_string(send.size()) + " and " +
-                  std::to_string(recv.size()) + " values) do not match the block counts");
-    }
-    run_blocks_where<T>(
-        m, send_counts, [&](std::size_t j) { return send.data() + send_at[j]; }, recv_counts,
-        [&](std::size_t j) { return recv.data() + recv_at[j]; });
-    if (!m.planning())
-      std::copy_n(send.data() + send_at[me], send_counts[me], recv.data() + recv_at[me]);
+    detail::alltoall_blocks_run(m, Mesh::template mask_v<Ms...>, send, send_counts, recv,
+                                recv_counts);
   }
 
   // run_blocks_where<T>(m, send_counts, send_block, recv_counts, recv_block): the same alltoall
@@ -493,34 +600,8 @@ struct alltoall<over<Ms...>> {
   static void run_blocks_where(const Mesh& m, std::span<const std::size_t> send_counts,
                                SendBlock&& send_block, std::span<const std::size_t> recv_counts,
                                RecvBlock&& recv_block) {
-    using g = detail::group_of<Mesh, Ms...>;
-    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
-    const std::size_t me = static_cast<std::size_t>(m.group_rank(g::mask));
-    detail::check_block_counts("meshpp::alltoall", send_counts, p);
-    detail::check_block_counts("meshpp::alltoall", recv_counts, p);
-    if (send_counts[me] != recv_counts[me]) {
-      throw error("meshpp::alltoall: this member's own block is " +
-                  std::to_string(send_counts[me]) + " values sent and " +
-                  std::to_string(recv_counts[me]) + " received");
-    }
-    const std::size_t values =
-        std::accumulate(send_counts.begin(), send_counts.end(), std::size_t{0});
-    m.counters().record(collective::alltoall, g::mask, values,
-                        detail::bytes<T>(values - send_counts[me]));
-    if (m.planning() || p == 1) return;
-    const auto& comm = g::comm(m);
-    auto site = g::template site<T>("alltoall", values);
-    site.count_agrees = false;
-    detail::before_collective(MPI_Comm(comm), site);
-    detail::exchange_messages(
-        MPI_Comm(comm), detail::mpi_type<T>(), sizeof(T),
-        [&](std::size_t j) {
-          return std::pair{static_cast<const void*>(send_block(j)), send_counts[j]};
-        },
-        [&](std::size_t j) {
-          return std::pair{static_cast<void*>(recv_block(j)), recv_counts[j]};
-        },
-        site);
+    detail::alltoall_blocks_where<T>(m, Mesh::template mask_v<Ms...>, send_counts, send_block,
+                                     recv_counts, recv_block);
   }
 
   // run_in_pieces<T>(mesh, send_counts, bound, move): the same alltoall of blocks, send_counts[j]
@@ -533,21 +614,7 @@ struct alltoall<over<Ms...>> {
   template <class T, class Mesh, class Move>
   static void run_in_pieces(const Mesh& m, std::span<const std::size_t> send_counts,
                             std::size_t bound, Move&& move) {
-    using g = detail::group_of<Mesh, Ms...>;
-    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
-    const std::size_t me = static_cast<std::size_t>(m.group_rank(g::mask));
-    detail::check_block_counts("meshpp::alltoall", send_counts, p);
-    const std::size_t values =
-        std::accumulate(send_counts.begin(), send_counts.end(), std::size_t{0});
-    m.counters().record(collective::alltoall, g::mask, values,
-                        detail::bytes<T>(values - send_counts[me]));
-    if (m.planning()) return;
-    const auto& comm = g::comm(m);
-    // the call names the bound, which every member shares (its values where the split is even;
-    // where it is not, each member's count is its own)
-    detail::before_collective(MPI_Comm(comm), g::template site<T>("alltoall", bound));
-    detail::alltoall_exchange<T> exchange(comm, bound);
-    move(exchange);
+    detail::alltoall_in_pieces<T>(m, Mesh::template mask_v<Ms...>, send_counts, bound, move);
   }
 };
 
@@ -642,6 +709,112 @@ inline bool uses_sum_ring(std::size_t p, std::size_t in_bytes) {
 }
 }  // namespace detail
 
+namespace detail {
+// reduce_scatter_over(m, mask, in, out, op, sum_ring): reduce_scatter<over<...>, Op>::run over
+// the mesh dims in mask; sum_ring: the ring of ring_sum_scatter may run (a sum of float or
+// double, sum_ring_type)
+template <class T>
+MESHPP_KERNEL void reduce_scatter_over(const mesh_base& m, unsigned mask, std::span<const T> in,
+                                       std::span<T> out, MPI_Op op, bool sum_ring) {
+  const std::size_t p = static_cast<std::size_t>(m.group_size(mask));
+  if (in.size() != out.size() * p) {
+    throw error("meshpp::reduce_scatter: the input holds " + std::to_string(in.size()) +
+                " values; " + std::to_string(p) + " blocks of " + std::to_string(out.size()) +
+                " expected");
+  }
+  const auto started = begin_collective<T>(m, mask, collective::reduce_scatter, "reduce_scatter",
+                                           in, out, (p - 1) * bytes<T>(in.size()) / p, p);
+  if (!started) return;
+  const auto& site = *started;
+  const MPI_Comm comm(m.communicator(mask));
+  const MPI_Datatype type = mpi_type<T>();
+  const std::size_t n = out.size();
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (sum_ring && uses_sum_ring(p, bytes<T>(in.size()))) {
+      std::vector<std::size_t> at(p + 1);
+      for (std::size_t j = 0; j <= p; ++j) at[j] = j * n;
+      ring_sum_scatter<T>(comm, p, static_cast<std::size_t>(m.group_rank(mask)), in.data(),
+                          std::span<const std::size_t>(at), out.data(), site);
+      return;
+    }
+  }
+  // p blocks of c values each. Open MPI 4.1 runs MPI_Reduce_scatter and
+  // MPI_Reduce_scatter_block by different algorithms: at 2 ranks here, with an input of
+  // 256 KiB to 16 MiB, MPI_Reduce_scatter with equal counts took 0.68-0.87 of the block
+  // call's time, at 64 KiB the same, at 64 MiB 1.03-1.12 (bench/allreduce, 6 runs; the last
+  // figure from the 4 before this switch). So the counts form below 32 MiB of input, the
+  // block form from there (the size is every member's).
+  std::vector<int> counts(p);
+  auto even_blocks = [&](const T* from, T* to, std::size_t c) {
+    if (bytes<T>(c * p) >= reduce_scatter_block_from) {
+      checked(MPI_Reduce_scatter_block(from, to, as_count(c), type, op, comm),
+              "MPI_Reduce_scatter_block", site);
+      return;
+    }
+    std::fill(counts.begin(), counts.end(), as_count(c));
+    checked(MPI_Reduce_scatter(from, to, counts.data(), type, op, comm), "MPI_Reduce_scatter",
+            site);
+  };
+  if (n <= mpi_count_limit) {
+    even_blocks(in.data(), out.data(), n);
+    return;
+  }
+  // blocks too large for one count: piece [at, at + c) of every block, staged side by side
+  // (MPI's reductions take no derived datatypes), at most 2^26 values a block at a time
+  const std::size_t piece = std::min<std::size_t>(mpi_count_limit, std::size_t(1) << 26);
+  std::vector<T> staged(p * std::min(piece, n));
+  for_each_piece(
+      n,
+      [&](std::size_t at, std::size_t c) {
+        for (std::size_t j = 0; j < p; ++j)
+          std::copy_n(in.data() + j * n + at, c, staged.data() + j * c);
+        even_blocks(staged.data(), out.data() + at, c);
+      },
+      piece);
+}
+
+// reduce_scatter_blocks_over(m, mask, in, out, counts, op, sum_ring): reduce_scatter<over<...>,
+// Op>::run_blocks over the mesh dims in mask
+template <class T>
+MESHPP_KERNEL void reduce_scatter_blocks_over(const mesh_base& m, unsigned mask,
+                                              std::span<const T> in, std::span<T> out,
+                                              std::span<const std::size_t> counts, MPI_Op op,
+                                              bool sum_ring) {
+  // (not structured bindings: clang 14 does not let lambdas capture them)
+  const auto blocks = blocks_of("meshpp::reduce_scatter", m, mask, counts, in.size(), out.size());
+  const std::size_t p = blocks.p, me = blocks.me;
+  const auto& at = blocks.at;
+  // even: the same call, simpler checks
+  if (all_equal(counts)) return reduce_scatter_over(m, mask, in, out, op, sum_ring);
+  const auto started = begin_collective<T>(m, mask, collective::reduce_scatter, "reduce_scatter",
+                                           in, out, bytes<T>(in.size() - out.size()), p);
+  if (!started) return;
+  const auto& site = *started;
+  const MPI_Comm comm(m.communicator(mask));
+  const MPI_Datatype type = mpi_type<T>();
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (sum_ring && uses_sum_ring(p, bytes<T>(in.size()))) {
+      ring_sum_scatter<T>(comm, p, me, in.data(), std::span<const std::size_t>(at), out.data(),
+                          site);
+      return;
+    }
+  }
+  if (at[p] <= mpi_count_limit) {
+    const auto c = as_counts(counts, at).first;
+    checked(MPI_Reduce_scatter(in.data(), out.data(), c.data(), type, op, comm),
+            "MPI_Reduce_scatter", site);
+    return;
+  }
+  for (std::size_t j = 0; j < p; ++j) {
+    for_each_piece(counts[j], [&](std::size_t from, std::size_t c) {
+      checked(MPI_Reduce(in.data() + at[j] + from, j == me ? out.data() + from : nullptr,
+                         as_count(c), type, op, as_int(j), comm),
+              "MPI_Reduce", site);
+    });
+  }
+}
+}  // namespace detail
+
 template <class Over, class Op = op::sum>
 struct reduce_scatter;
 // [x_0, ..., x_{p-1}] on every member |-> member j holds Op over members of x_j
@@ -649,64 +822,8 @@ template <class... Ms, class Op>
 struct reduce_scatter<over<Ms...>, Op> {
   template <class Mesh, class T>
   static void run(const Mesh& m, std::span<const T> in, std::span<T> out) {
-    using g = detail::group_of<Mesh, Ms...>;
-    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
-    if (in.size() != out.size() * p) {
-      throw error("meshpp::reduce_scatter: the input holds " + std::to_string(in.size()) +
-                  " values; " + std::to_string(p) + " blocks of " + std::to_string(out.size()) +
-                  " expected");
-    }
-    const auto started = g::template begin<T>(m, collective::reduce_scatter, "reduce_scatter", in,
-                                              out, (p - 1) * detail::bytes<T>(in.size()) / p, p);
-    if (!started) return;
-    const auto& site = *started;
-    const auto& comm = g::comm(m);
-    const MPI_Datatype type = detail::mpi_type<T>();
-    const std::size_t n = out.size();
-    if constexpr (detail::sum_ring_type<Op, T>) {
-      if (detail::uses_sum_ring(p, detail::bytes<T>(in.size()))) {
-        std::vector<std::size_t> at(p + 1);
-        for (std::size_t j = 0; j <= p; ++j) at[j] = j * n;
-        detail::ring_sum_scatter<T>(MPI_Comm(comm), p,
-                                    static_cast<std::size_t>(m.group_rank(g::mask)), in.data(),
-                                    std::span<const std::size_t>(at), out.data(), site);
-        return;
-      }
-    }
-    // p blocks of c values each. Open MPI 4.1 runs MPI_Reduce_scatter and
-    // MPI_Reduce_scatter_block by different algorithms: at 2 ranks here, with an input of
-    // 256 KiB to 16 MiB, MPI_Reduce_scatter with equal counts took 0.68-0.87 of the block
-    // call's time, at 64 KiB the same, at 64 MiB 1.03-1.12 (bench/allreduce, 6 runs; the last
-    // figure from the 4 before this switch). So the counts form below 32 MiB of input, the
-    // block form from there (the size is every member's).
-    std::vector<int> counts(p);
-    auto even_blocks = [&](const T* from, T* to, std::size_t c) {
-      if (detail::bytes<T>(c * p) >= detail::reduce_scatter_block_from) {
-        detail::checked(MPI_Reduce_scatter_block(from, to, detail::as_count(c), type, Op::mpi(),
-                                                 MPI_Comm(comm)),
-                        "MPI_Reduce_scatter_block", site);
-        return;
-      }
-      std::fill(counts.begin(), counts.end(), detail::as_count(c));
-      detail::checked(MPI_Reduce_scatter(from, to, counts.data(), type, Op::mpi(), MPI_Comm(comm)),
-                      "MPI_Reduce_scatter", site);
-    };
-    if (n <= detail::mpi_count_limit) {
-      even_blocks(in.data(), out.data(), n);
-      return;
-    }
-    // blocks too large for one count: piece [at, at + c) of every block, staged side by side
-    // (MPI's reductions take no derived datatypes), at most 2^26 values a block at a time
-    const std::size_t piece = std::min<std::size_t>(detail::mpi_count_limit, std::size_t(1) << 26);
-    std::vector<T> staged(p * std::min(piece, n));
-    detail::for_each_piece(
-        n,
-        [&](std::size_t at, std::size_t c) {
-          for (std::size_t j = 0; j < p; ++j)
-            std::copy_n(in.data() + j * n + at, c, staged.data() + j * c);
-          even_blocks(staged.data(), out.data() + at, c);
-        },
-        piece);
+    detail::reduce_scatter_over(m, Mesh::template mask_v<Ms...>, in, out, Op::mpi(),
+                                detail::sum_ring_type<Op, T>);
   }
 
   // run_blocks(m, in, out, counts): block j (counts[j] values, blocks back to back in member
@@ -716,41 +833,8 @@ struct reduce_scatter<over<Ms...>, Op> {
   template <class Mesh, class T>
   static void run_blocks(const Mesh& m, std::span<const T> in, std::span<T> out,
                          std::span<const std::size_t> counts) {
-    using g = detail::group_of<Mesh, Ms...>;
-    // (not structured bindings: clang 14 does not let lambdas capture them)
-    const auto blocks =
-        detail::blocks_of("meshpp::reduce_scatter", m, g::mask, counts, in.size(), out.size());
-    const std::size_t p = blocks.p, me = blocks.me;
-    const auto& at = blocks.at;
-    if (detail::all_equal(counts)) return run(m, in, out);  // even: the same call, simpler checks
-    const auto started = g::template begin<T>(m, collective::reduce_scatter, "reduce_scatter", in,
-                                              out, detail::bytes<T>(in.size() - out.size()), p);
-    if (!started) return;
-    const auto& site = *started;
-    const auto& comm = g::comm(m);
-    const MPI_Datatype type = detail::mpi_type<T>();
-    if constexpr (detail::sum_ring_type<Op, T>) {
-      if (detail::uses_sum_ring(p, detail::bytes<T>(in.size()))) {
-        detail::ring_sum_scatter<T>(MPI_Comm(comm), p, me, in.data(),
-                                    std::span<const std::size_t>(at), out.data(), site);
-        return;
-      }
-    }
-    if (at[p] <= detail::mpi_count_limit) {
-      const auto c = detail::as_counts(counts, at).first;
-      detail::checked(
-          MPI_Reduce_scatter(in.data(), out.data(), c.data(), type, Op::mpi(), MPI_Comm(comm)),
-          "MPI_Reduce_scatter", site);
-      return;
-    }
-    for (std::size_t j = 0; j < p; ++j) {
-      detail::for_each_piece(counts[j], [&](std::size_t from, std::size_t c) {
-        detail::checked(
-            MPI_Reduce(in.data() + at[j] + from, j == me ? out.data() + from : nullptr,
-                       detail::as_count(c), type, Op::mpi(), detail::as_int(j), MPI_Comm(comm)),
-            "MPI_Reduce", site);
-      });
-    }
+    detail::reduce_scatter_blocks_over(m, Mesh::template mask_v<Ms...>, in, out, counts, Op::mpi(),
+                                       detail::sum_ring_type<Op, T>);
   }
 };
 
@@ -761,17 +845,7 @@ template <class... Ms>
 struct broadcast<over<Ms...>> {
   template <class Mesh, class T>
   static void run(const Mesh& m, std::span<T> data, int root) {
-    using g = detail::group_of<Mesh, Ms...>;
-    const int p = m.group_size(g::mask);
-    if (root < 0 || root >= p) {
-      throw error("meshpp::broadcast: root " + std::to_string(root) + " is not a member of the " +
-                  "group of " + std::to_string(p));
-    }
-    m.counters().record(collective::broadcast, g::mask, data.size(),
-                        m.group_rank(g::mask) == root && p > 1 ? detail::bytes<T>(data.size()) : 0);
-    if (p == 1 || m.planning()) return;
-    detail::broadcast_in_place(MPI_Comm(g::comm(m)), data.data(), data.size(), root,
-                               g::template site<T>("broadcast", data.size()));
+    detail::broadcast_over(m, Mesh::template mask_v<Ms...>, data, root);
   }
 };
 

@@ -24,10 +24,65 @@
 #include <boost/mpi/datatype.hpp>
 
 #include "meshpp/comm/collectives.hpp"
+#include "meshpp/core/config.hpp"
 #include "meshpp/core/counters.hpp"
 #include "meshpp/core/error.hpp"
 
 namespace meshpp {
+
+namespace detail {
+// permute_over(m, mask, send, send_counts, recv, recv_counts): permute<over<...>>::run over the
+// mesh dims in mask
+template <class T>
+MESHPP_KERNEL void permute_over(const mesh_base& m, unsigned mask, std::span<const T> send,
+                                std::span<const std::size_t> send_counts, std::span<T> recv,
+                                std::span<const std::size_t> recv_counts) {
+  const auto p = static_cast<std::size_t>(m.group_size(mask));
+  const auto me = static_cast<std::size_t>(m.group_rank(mask));
+  if (send_counts.size() != p || recv_counts.size() != p) {
+    throw error("meshpp::permute: one send and one receive count per member of the group of " +
+                std::to_string(p) + " expected");
+  }
+  std::vector<std::size_t> send_at(p), recv_at(p);
+  std::size_t s = 0, r = 0;
+  std::size_t sent_to_others = 0;
+  for (std::size_t j = 0; j < p; ++j) {
+    send_at[j] = s;
+    recv_at[j] = r;
+    s += send_counts[j];
+    r += recv_counts[j];
+    if (j != me) sent_to_others += send_counts[j];
+  }
+  if (s > send.size() || r > recv.size()) {
+    throw error("meshpp::permute: the counts add up to more than the buffers hold");
+  }
+  m.counters().record(collective::permute, mask, sent_to_others, detail::bytes<T>(sent_to_others));
+  if (m.planning()) return;
+  const auto& comm = m.communicator(mask);
+  if (p == 1) {
+    std::copy(send.begin(), send.begin() + static_cast<std::ptrdiff_t>(s), recv.begin());
+    return;
+  }
+  auto site = detail::collective_site<T>(m, "permute", mask, sent_to_others);
+  site.count_agrees = false;
+  detail::before_collective(MPI_Comm(comm), site);
+  const MPI_Datatype type = detail::mpi_type<T>();
+  // Point-to-point, not MPI_Alltoallv: each member knows only its own counts, so the choice
+  // between a call with int counts and messages in pieces could differ between members; the
+  // messages take any count, and pairs that exchange nothing post nothing
+  detail::exchange_messages(
+      MPI_Comm(comm), type, sizeof(T),
+      [&](std::size_t j) {
+        return std::pair{static_cast<const void*>(send.data() + send_at[j]), send_counts[j]};
+      },
+      [&](std::size_t j) {
+        return std::pair{static_cast<void*>(recv.data() + recv_at[j]), recv_counts[j]};
+      },
+      site);
+  std::copy_n(send.data() + send_at[me], std::min(send_counts[me], recv_counts[me]),
+              recv.data() + recv_at[me]);
+}
+}  // namespace detail
 
 template <class Over>
 struct permute;
@@ -36,52 +91,7 @@ struct permute<over<Ms...>> {
   template <class Mesh, class T>
   static void run(const Mesh& m, std::span<const T> send, std::span<const std::size_t> send_counts,
                   std::span<T> recv, std::span<const std::size_t> recv_counts) {
-    using g = detail::group_of<Mesh, Ms...>;
-    const auto p = static_cast<std::size_t>(m.group_size(g::mask));
-    const auto me = static_cast<std::size_t>(m.group_rank(g::mask));
-    if (send_counts.size() != p || recv_counts.size() != p) {
-      throw error("meshpp::permute: one send and one receive count per member of the group of " +
-                  std::to_string(p) + " expected");
-    }
-    std::vector<std::size_t> send_at(p), recv_at(p);
-    std::size_t s = 0, r = 0;
-    std::size_t sent_to_others = 0;
-    for (std::size_t j = 0; j < p; ++j) {
-      send_at[j] = s;
-      recv_at[j] = r;
-      s += send_counts[j];
-      r += recv_counts[j];
-      if (j != me) sent_to_others += send_counts[j];
-    }
-    if (s > send.size() || r > recv.size()) {
-      throw error("meshpp::permute: the counts add up to more than the buffers hold");
-    }
-    m.counters().record(collective::permute, g::mask, sent_to_others,
-                        detail::bytes<T>(sent_to_others));
-    if (m.planning()) return;
-    const auto& comm = g::comm(m);
-    if (p == 1) {
-      std::copy(send.begin(), send.begin() + static_cast<std::ptrdiff_t>(s), recv.begin());
-      return;
-    }
-    auto site = g::template site<T>("permute", sent_to_others);
-    site.count_agrees = false;
-    detail::before_collective(MPI_Comm(comm), site);
-    const MPI_Datatype type = detail::mpi_type<T>();
-    // Point-to-point, not MPI_Alltoallv: each member knows only its own counts, so the choice
-    // between a call with int counts and messages in pieces could differ between members; the
-    // messages take any count, and pairs that exchange nothing post nothing
-    detail::exchange_messages(
-        MPI_Comm(comm), type, sizeof(T),
-        [&](std::size_t j) {
-          return std::pair{static_cast<const void*>(send.data() + send_at[j]), send_counts[j]};
-        },
-        [&](std::size_t j) {
-          return std::pair{static_cast<void*>(recv.data() + recv_at[j]), recv_counts[j]};
-        },
-        site);
-    std::copy_n(send.data() + send_at[me], std::min(send_counts[me], recv_counts[me]),
-                recv.data() + recv_at[me]);
+    detail::permute_over(m, Mesh::template mask_v<Ms...>, send, send_counts, recv, recv_counts);
   }
 };
 

@@ -63,12 +63,63 @@ void ring_reduce_scatter(const boost::mpi::communicator& comm, std::span<T> out,
       out.data(), [&](std::size_t b, T* dst) { make(b, dst, true); }, site, tag);
 }
 
+// reduce_scatter_ring_over<T>(m, mask, out, make): reduce_scatter_ring<over<...>>::run over
+// the mesh dims in mask
+template <class T, class Make>
+void reduce_scatter_ring_over(const mesh_base& m, unsigned mask, std::span<T> out, Make&& make) {
+  const std::size_t p = static_cast<std::size_t>(m.group_size(mask));
+  m.counters().record(collective::reduce_scatter, mask, p * out.size(),
+                      (p - 1) * bytes<T>(out.size()));
+  if (m.planning()) return;  // neither the blocks nor their sums are made
+  const auto& comm = m.communicator(mask);
+  if (p > 1)
+    before_collective(MPI_Comm(comm),
+                      collective_site<T>(m, "reduce_scatter", mask, p * out.size()));
+  ring_reduce_scatter<T>(comm, out, make);
+}
+
+// allreduce_ring_over<T>(m, mask, out, make): allreduce_ring<over<...>>::run over the mesh dims
+// in mask
+template <class T, class Make>
+void allreduce_ring_over(const mesh_base& m, unsigned mask, std::span<T> out, Make&& make) {
+  const std::size_t p = static_cast<std::size_t>(m.group_size(mask));
+  const std::size_t block = out.size() / p;
+  if (block * p != out.size()) {
+    throw error("meshpp::allreduce_ring: " + std::to_string(out.size()) +
+                " values do not split into blocks for the group size " + std::to_string(p));
+  }
+  m.counters().record(collective::allreduce, mask, out.size(),
+                      2 * (p - 1) * bytes<T>(out.size()) / p);
+  if (m.planning()) return;
+  const auto& comm = m.communicator(mask);
+  const auto site = collective_site<T>(m, "allreduce", mask, out.size());
+  if (p > 1) before_collective(MPI_Comm(comm), site);
+  const std::size_t me = static_cast<std::size_t>(comm.rank());
+  ring_reduce_scatter<T>(comm, out.subspan(me * block, block), make);
+  if (p == 1) return;
+  // the blocks' allgather in place: one call, or a piece of every block at a time through a
+  // type whose extent is the whole block
+  const MPI_Datatype type = mpi_type<T>();
+  if (block <= mpi_count_limit) {
+    checked(MPI_Allgather(MPI_IN_PLACE, 0, type, out.data(), as_count(block), type, MPI_Comm(comm)),
+            "MPI_Allgather", site);
+    return;
+  }
+  for (std::size_t at = 0; at < block;) {
+    const std::size_t c = std::min(block - at, mpi_count_limit);
+    const strided_type piece(type, c, block);
+    checked(MPI_Allgather(MPI_IN_PLACE, 0, type, out.data() + at, 1, piece.get(), MPI_Comm(comm)),
+            "MPI_Allgather", site);
+    at += c;
+  }
+}
+
 // what both ring policies answer before running: members(mesh), p, the size of the group
 template <class... Ms>
 struct ring_group {
   template <class Mesh>
   static std::size_t members(const Mesh& m) {
-    return static_cast<std::size_t>(m.group_size(group_of<Mesh, Ms...>::mask));
+    return static_cast<std::size_t>(m.group_size(Mesh::template mask_v<Ms...>));
   }
 };
 }  // namespace detail
@@ -81,16 +132,7 @@ struct reduce_scatter_ring<over<Ms...>> : detail::ring_group<Ms...> {
   // run<T>(mesh, out, make): out is this member's block (its size, every member's block size)
   template <class T, class Mesh, class Make>
   static void run(const Mesh& m, std::span<T> out, Make&& make) {
-    using g = detail::group_of<Mesh, Ms...>;
-    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
-    m.counters().record(collective::reduce_scatter, g::mask, p * out.size(),
-                        (p - 1) * detail::bytes<T>(out.size()));
-    if (m.planning()) return;  // neither the blocks nor their sums are made
-    const auto& comm = g::comm(m);
-    if (p > 1)
-      detail::before_collective(MPI_Comm(comm),
-                                g::template site<T>("reduce_scatter", p * out.size()));
-    detail::ring_reduce_scatter<T>(comm, out, make);
+    detail::reduce_scatter_ring_over<T>(m, Mesh::template mask_v<Ms...>, out, make);
   }
 };
 
@@ -103,39 +145,7 @@ struct allreduce_ring<over<Ms...>> : detail::ring_group<Ms...> {
   // run<T>(mesh, out, make): out holds p blocks, block j at out + j * out.size() / p
   template <class T, class Mesh, class Make>
   static void run(const Mesh& m, std::span<T> out, Make&& make) {
-    using g = detail::group_of<Mesh, Ms...>;
-    const std::size_t p = static_cast<std::size_t>(m.group_size(g::mask));
-    const std::size_t block = out.size() / p;
-    if (block * p != out.size()) {
-      throw error("meshpp::allreduce_ring: " + std::to_string(out.size()) +
-                  " values do not split into blocks for the group size " + std::to_string(p));
-    }
-    m.counters().record(collective::allreduce, g::mask, out.size(),
-                        2 * (p - 1) * detail::bytes<T>(out.size()) / p);
-    if (m.planning()) return;
-    const auto& comm = g::comm(m);
-    const auto site = g::template site<T>("allreduce", out.size());
-    if (p > 1) detail::before_collective(MPI_Comm(comm), site);
-    const std::size_t me = static_cast<std::size_t>(comm.rank());
-    detail::ring_reduce_scatter<T>(comm, out.subspan(me * block, block), make);
-    if (p == 1) return;
-    // the blocks' allgather in place: one call, or a piece of every block at a time through a
-    // type whose extent is the whole block
-    const MPI_Datatype type = detail::mpi_type<T>();
-    if (block <= detail::mpi_count_limit) {
-      detail::checked(MPI_Allgather(MPI_IN_PLACE, 0, type, out.data(), detail::as_count(block),
-                                    type, MPI_Comm(comm)),
-                      "MPI_Allgather", site);
-      return;
-    }
-    for (std::size_t at = 0; at < block;) {
-      const std::size_t c = std::min(block - at, detail::mpi_count_limit);
-      const detail::strided_type piece(type, c, block);
-      detail::checked(
-          MPI_Allgather(MPI_IN_PLACE, 0, type, out.data() + at, 1, piece.get(), MPI_Comm(comm)),
-          "MPI_Allgather", site);
-      at += c;
-    }
+    detail::allreduce_ring_over<T>(m, Mesh::template mask_v<Ms...>, out, make);
   }
 };
 

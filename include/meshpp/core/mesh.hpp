@@ -17,7 +17,9 @@
 #include <functional>
 #include <memory>
 #include <numeric>
+#include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -76,6 +78,183 @@ template <class MeshDim, class Axes>
 inline constexpr bool not_a_mesh_dim = false;
 }  // namespace offending
 
+namespace detail {
+/// @brief What every mesh holds at run time, whatever its type: the sizes of its dims, this
+/// rank's coordinates, their names, and one communicator per subset of its dims. Built once by
+/// non-template code, so that a program of several meshes compiles it once.
+struct mesh_state {
+  static constexpr std::size_t max_dims = 8;
+  boost::mpi::communicator world;
+  std::size_t ndims = 0;
+  std::array<int, max_dims> sizes{}, coordinates{};
+  std::array<std::string_view, max_dims> names{};  // MESHPP_DIM names: static storage
+  std::vector<boost::mpi::communicator> groups;    // indexed by mesh-dim bit set
+  int rank = 0, size = 1;
+  bool planned = false;
+
+  // describe(sizes): "[rows:2, cols:4]" for a mesh of these dims and sizes
+  std::string describe(std::span<const int> s) const {
+    std::string out = "[";
+    for (std::size_t i = 0; i < ndims; ++i) append(out, i ? ", " : "", names[i], ':', s[i]);
+    return out + "]";
+  }
+
+  // check_positive(who, s): throws unless every size is at least 1 (the same on every rank)
+  void check_positive(const char* who, std::span<const int> s) const {
+    for (std::size_t i = 0; i < ndims; ++i) {
+      if (s[i] < 1) {
+        throw error(std::string(who) + ": mesh shape " + describe(s) + " has a mesh dim of size " +
+                    std::to_string(s[i]) + "; every mesh dim needs at least 1 rank");
+      }
+    }
+  }
+
+  mesh_state(std::span<const std::string_view> dim_names, std::span<const int> s)
+      : ndims(dim_names.size()) {
+    std::copy(dim_names.begin(), dim_names.end(), names.begin());
+    std::copy(s.begin(), s.end(), sizes.begin());
+  }
+
+  // a planned mesh's: sizes and one rank's coordinates only (world is unused: a default
+  // communicator handle, which is MPI_COMM_WORLD attached, and needs no MPI call)
+  mesh_state(std::span<const std::string_view> dim_names, std::span<const int> s, int as_rank)
+      : mesh_state(dim_names, s) {
+    planned = true;
+    check_positive("meshpp::mesh::planned", s);
+    const long long product = std::accumulate(s.begin(), s.end(), 1LL, std::multiplies<>());
+    if (as_rank < 0 || as_rank >= product) {
+      throw error("meshpp::mesh::planned: rank " + std::to_string(as_rank) +
+                  " is not a rank of mesh " + describe(s) + " (0 to " +
+                  std::to_string(product - 1) + ")");
+    }
+    rank = as_rank;
+    size = static_cast<int>(product);
+    place(rank);
+  }
+
+  mesh_state(std::span<const std::string_view> dim_names, std::span<const int> s,
+             const boost::mpi::communicator& comm)
+      : mesh_state(dim_names, s) {
+    world = comm;
+    rank = world.rank();
+    size = world.size();
+    const long long product = std::accumulate(s.begin(), s.end(), 1LL, std::multiplies<>());
+    const std::string shape_text = describe(s);
+    // The shape must be the same on every rank: agreed first (one allreduce of 2 ndims ints),
+    // so that a shape wrong on one rank only fails on all of them, not there alone while the
+    // others wait in the communicator splits below.
+    std::array<int, 2 * max_dims> most{};
+    for (std::size_t i = 0; i < ndims; ++i) {
+      most[2 * i] = s[i];
+      most[2 * i + 1] = -s[i];  // the largest -s[i] is minus the smallest s[i]
+    }
+    allreduce_values(MPI_Comm(world), most.data(), 2 * ndims, MPI_MAX,
+                     "mesh (agreeing on its shape)");
+    for (std::size_t i = 0; i < ndims; ++i) {
+      if (most[2 * i] != -most[2 * i + 1]) {
+        throw error("meshpp::mesh: the ranks disagree on the mesh shape: mesh dim '" +
+                    std::string(names[i]) + "' has size " + std::to_string(-most[2 * i + 1]) +
+                    " on some ranks and " + std::to_string(most[2 * i]) +
+                    " on others (this rank: " + shape_text + ")");
+      }
+    }
+    check_positive("meshpp::mesh", s);
+    if (product != world.size()) {
+      throw error("meshpp::mesh: mesh shape " + shape_text + " needs " + std::to_string(product) +
+                  " ranks, but the communicator has " + std::to_string(world.size()));
+    }
+    place(world.rank());
+    // One split per subset of mesh dims, in the same order on every rank. Ranks agree on
+    // every coordinate outside the subset (the color) and are ordered row-major by their
+    // coordinates inside it (the key).
+    const std::span<const int> sz(sizes.data(), ndims), co(coordinates.data(), ndims);
+    groups.reserve(std::size_t{1} << ndims);
+    for (unsigned mask = 0; mask < (1u << ndims); ++mask) {
+      const int color = linear_index(co, sz, ~mask);
+      const int key = linear_index(co, sz, mask);
+      // The mesh's own communicators return MPI errors to meshpp's checks
+      // (core/detail/checked.hpp) rather than end the job, whatever the world's handler is
+      MPI_Comm group = MPI_COMM_NULL;
+      checked(MPI_Comm_split(MPI_Comm(world), color, key, &group), "MPI_Comm_split");
+      checked(MPI_Comm_set_errhandler(group, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+      groups.emplace_back(group, boost::mpi::comm_take_ownership);
+    }
+  }
+
+ private:
+  // place(r): the coordinates of rank r (row-major: core/detail/row_major.hpp)
+  void place(int r) { set_coordinates(r, std::span<const int>(sizes.data(), ndims), coordinates); }
+};
+}  // namespace detail
+
+/// @brief The run-time part of every mesh<Axes, Rules>: its sizes, this rank's coordinates,
+/// the communicators of its groups and its counters, with mesh dims named by position (bit i
+/// of a mask is axis i). meshpp's kernels take a mesh_base, so that they are compiled once per
+/// element type, not once per mesh type (README, Building). A mesh converts to it.
+class mesh_base {
+ public:
+  // planning(): this is a planned mesh; operations record and do not run
+  bool planning() const { return state_->planned; }
+  int rank() const { return state_->rank; }
+  int size() const { return state_->size; }
+  // ndims(): the number of mesh dims
+  std::size_t ndims() const { return state_->ndims; }
+  // sizes(): the size of each mesh dim; coordinates(): this rank's place along each
+  std::span<const int> sizes() const { return {state_->sizes.data(), state_->ndims}; }
+  std::span<const int> coordinates() const { return {state_->coordinates.data(), state_->ndims}; }
+  // names(): the mesh dims' printable names
+  std::span<const std::string_view> names() const { return {state_->names.data(), state_->ndims}; }
+
+  /// The communicator of all ranks of the mesh (none on a planned mesh: an error).
+  const boost::mpi::communicator& world() const {
+    if (state_->planned) no_communicators();
+    return state_->world;
+  }
+  /// communicator(mask): the ranks that differ from this one only in the mesh dims of the bit
+  /// set mask, ranked in row-major order of their coordinates along them.
+  const boost::mpi::communicator& communicator(unsigned mask) const {
+    if (state_->planned) no_communicators();
+    return state_->groups.at(mask);
+  }
+  // group_size(mask): the number of ranks in this rank's group over the mesh dims in the bit
+  // set mask (what communicator(mask).size() is, known on a planned mesh too)
+  int group_size(unsigned mask) const { return detail::group_size(sizes(), mask); }
+  // group_rank(mask): this rank's place in that group (communicator(mask).rank())
+  int group_rank(unsigned mask) const { return detail::linear_index(coordinates(), sizes(), mask); }
+  /// leads(mask): this rank is the first of its group over the mesh dims in mask (coordinate 0
+  /// along each): where a value that every member holds whole joins a sum of partial values
+  bool leads(unsigned mask) const {
+    for (std::size_t i = 0; i < state_->ndims; ++i) {
+      if ((mask & (1u << i)) && state_->coordinates[i] != 0) return false;
+    }
+    return true;
+  }
+  /// "[rows:2, cols:4]"
+  std::string describe() const { return state_->describe(sizes()); }
+
+  /// What this mesh communicated and computed (shared by copies of the mesh).
+  meshpp::counters& counters() const { return *counters_; }
+
+  friend bool operator==(const mesh_base& a, const mesh_base& b) { return a.state_ == b.state_; }
+
+ protected:
+  mesh_base(std::shared_ptr<const detail::mesh_state> s, bool planned)
+      : state_(std::move(s)),
+        counters_(std::make_shared<meshpp::counters>(
+            std::vector<std::string>(names().begin(), names().end()))) {
+    if (planned) counters_->by_operation(true);  // a plan is read by operation
+  }
+
+  [[noreturn]] static void no_communicators() {
+    throw error(
+        "meshpp::mesh: a planned mesh (mesh::planned) has no communicators: this operation "
+        "cannot be planned (it communicates outside meshpp's counted collectives)");
+  }
+
+  std::shared_ptr<const detail::mesh_state> state_;
+  std::shared_ptr<meshpp::counters> counters_;
+};
+
 /// @brief A mesh of MPI ranks with named dims and the program's layout rules.
 /// @tparam Axes axes<MeshDims...>
 /// @tparam Rules layout<split<TensorDim, MeshDim>...>: every MeshDim must be in Axes.
@@ -83,7 +262,7 @@ template <class Axes, class Rules = layout<>>
 class mesh;
 
 template <class... MeshDims, class... Splits>
-class mesh<axes<MeshDims...>, layout<Splits...>> {
+class mesh<axes<MeshDims...>, layout<Splits...>> : public mesh_base {
   using axes_shape = shape<MeshDims...>;
   static_assert(sizeof(axes<MeshDims...>) > 0);  // instantiates the axes checks
   static_assert(
@@ -91,7 +270,7 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
           detail::unknown_mesh_dim_in_t<axes_shape, layout<Splits...>>, axes<MeshDims...>>,
       "meshpp::mesh<Axes, Rules>: a layout rule names a mesh dim that the mesh does "
       "not have");
-  static_assert(sizeof...(MeshDims) <= 8,
+  static_assert(sizeof...(MeshDims) <= detail::mesh_state::max_dims,
                 "meshpp::mesh<Axes, Rules>: at most 8 mesh dims (one communicator is made for "
                 "every subset of them)");
 
@@ -125,9 +304,7 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
   /// the same on every rank, positive, and multiply out to the number of ranks.
   explicit mesh(const coordinates_type& sizes,
                 const boost::mpi::communicator& comm = boost::mpi::communicator())
-      : state_(std::make_shared<state>(sizes, comm)),
-        counters_(std::make_shared<meshpp::counters>(
-            std::vector<std::string>{std::string(MeshDims::name())...})) {}
+      : mesh_base(std::make_shared<state>(sizes, comm), false) {}
 
   // mesh_t m(extents{rows{} = 2, cols{} = 4})
   explicit mesh(const extents<MeshDims...>& sizes,
@@ -145,70 +322,40 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
   static mesh planned(const extents<MeshDims...>& sizes, int as_rank = 0) {
     return planned(to_int_sizes(sizes), as_rank);
   }
-  // planning(): this is a planned mesh; operations record and do not run
-  bool planning() const { return state_->planned; }
 
-  int rank() const { return state_->rank; }
-  int size() const { return state_->size; }
-  const coordinates_type& sizes() const { return state_->sizes; }
-  const coordinates_type& coordinates() const { return state_->coordinates; }
+  const coordinates_type& sizes() const { return typed().typed_sizes; }
+  const coordinates_type& coordinates() const { return typed().typed_coordinates; }
 
   // size<M>(): the number of ranks along mesh dim M
   template <class M>
   int size() const {
-    return state_->sizes[axis_v<M>];
+    return typed().typed_sizes[axis_v<M>];
   }
+  using mesh_base::size;
   // coordinate<M>(): this rank's coordinate along mesh dim M
   template <class M>
   int coordinate() const {
-    return state_->coordinates[axis_v<M>];
+    return typed().typed_coordinates[axis_v<M>];
   }
 
   // coordinates_of(r): the mesh coordinates of rank r of the mesh's communicator (row-major:
   // core/detail/row_major.hpp)
   coordinates_type coordinates_of(int r) const { return detail::coordinates_at(r, sizes()); }
 
-  /// The communicator of all ranks of the mesh (none on a planned mesh: an error).
-  const boost::mpi::communicator& world() const {
-    if (state_->planned) no_communicators();
-    return state_->world;
-  }
-
   /// communicator<Ms...>(): the ranks that differ from this one only in mesh dims Ms,
   /// ranked in row-major order of their coordinates along Ms, so data gathered over it comes
   /// back in mesh-coordinate order. communicator<>() holds this rank alone.
   template <class... Ms>
   const boost::mpi::communicator& communicator() const {
-    return communicator(mask_v<Ms...>);
+    return mesh_base::communicator(mask_v<Ms...>);
   }
-  /// The same, with the mesh dims given as a bit set (bit i is axis i).
-  const boost::mpi::communicator& communicator(unsigned mask) const {
-    if (state_->planned) no_communicators();
-    return state_->groups.at(mask);
-  }
-
-  // group_size(mask): the number of ranks in this rank's group over the mesh dims in the bit
-  // set mask (what communicator(mask).size() is, known on a planned mesh too)
-  int group_size(unsigned mask) const { return detail::group_size(state_->sizes, mask); }
-  // group_rank(mask): this rank's place in that group (communicator(mask).rank())
-  int group_rank(unsigned mask) const {
-    return detail::linear_index(state_->coordinates, state_->sizes, mask);
-  }
-
-  /// leads(mask): this rank is the first of its group over the mesh dims in mask (coordinate 0
-  /// along each): where a value that every member holds whole joins a sum of partial values
-  bool leads(unsigned mask) const {
-    for (std::size_t i = 0; i < ndims; ++i) {
-      if ((mask & (1u << i)) && state_->coordinates[i] != 0) return false;
-    }
-    return true;
-  }
+  using mesh_base::communicator;
 
   // names(): the mesh dims' printable names
   static constexpr std::array<std::string_view, ndims> names() { return {MeshDims::name()...}; }
 
   /// "[rows:2, cols:4]"
-  std::string describe() const { return describe(sizes()); }
+  using mesh_base::describe;
   // describe(sizes): the same for a mesh of these sizes
   static std::string describe(const coordinates_type& sizes) {
     std::string out = "[";
@@ -218,116 +365,25 @@ class mesh<axes<MeshDims...>, layout<Splits...>> {
     return out + "]";
   }
 
-  /// What this mesh communicated and computed (shared by copies of the mesh).
-  meshpp::counters& counters() const { return *counters_; }
-
-  friend bool operator==(const mesh& a, const mesh& b) { return a.state_ == b.state_; }
-
  private:
-  struct state;
-  struct planned_tag {};
-  mesh(planned_tag, std::shared_ptr<const state> s)
-      : state_(std::move(s)),
-        counters_(std::make_shared<meshpp::counters>(
-            std::vector<std::string>{std::string(MeshDims::name())...})) {
-    counters_->by_operation(true);  // a plan is read by operation
-  }
+  // state: the run-time state, and its sizes and coordinates as arrays of this mesh's rank
+  struct state : detail::mesh_state {
+    coordinates_type typed_sizes{}, typed_coordinates{};
+    template <class... Args>
+    explicit state(const coordinates_type& s, Args&&... args)
+        : detail::mesh_state(mesh::names(), s, std::forward<Args>(args)...) {
+      std::copy_n(detail::mesh_state::sizes.begin(), mesh::ndims, typed_sizes.begin());
+      std::copy_n(detail::mesh_state::coordinates.begin(), mesh::ndims, typed_coordinates.begin());
+    }
+  };
+  const state& typed() const { return static_cast<const state&>(*state_); }
 
-  [[noreturn]] static void no_communicators() {
-    throw error(
-        "meshpp::mesh: a planned mesh (mesh::planned) has no communicators: this operation "
-        "cannot be planned (it communicates outside meshpp's counted collectives)");
-  }
+  struct planned_tag {};
+  mesh(planned_tag, std::shared_ptr<const state> s) : mesh_base(std::move(s), true) {}
 
   static coordinates_type to_int_sizes(const extents<MeshDims...>& e) {
     return {static_cast<int>(e.template get<MeshDims>())...};
   }
-
-  struct state {
-    boost::mpi::communicator world;
-    coordinates_type sizes;
-    coordinates_type coordinates;
-    std::vector<boost::mpi::communicator> groups;  // indexed by mesh-dim bit set
-    int rank = 0, size = 1;
-    bool planned = false;
-
-    // check_positive(who, s): throws unless every size is at least 1 (the same on every rank)
-    static void check_positive(const char* who, const coordinates_type& s) {
-      for (std::size_t i = 0; i < ndims; ++i) {
-        if (s[i] < 1) {
-          throw error(std::string(who) + ": mesh shape " + describe(s) +
-                      " has a mesh dim of size " + std::to_string(s[i]) +
-                      "; every mesh dim needs at least 1 rank");
-        }
-      }
-    }
-
-    // a planned mesh's: sizes and coordinates only (world is unused: a default communicator
-    // handle, which is MPI_COMM_WORLD attached, and needs no MPI call)
-    state(const coordinates_type& s, int as_rank) : sizes(s), planned(true) {
-      const std::string shape_text = describe(s);
-      check_positive("meshpp::mesh::planned", s);
-      const long long product = std::accumulate(s.begin(), s.end(), 1LL, std::multiplies<>());
-      if (as_rank < 0 || as_rank >= product) {
-        throw error("meshpp::mesh::planned: rank " + std::to_string(as_rank) +
-                    " is not a rank of mesh " + shape_text + " (0 to " +
-                    std::to_string(product - 1) + ")");
-      }
-      rank = as_rank;
-      size = static_cast<int>(product);
-      coordinates = detail::coordinates_at(as_rank, s);
-    }
-
-    state(const coordinates_type& s, const boost::mpi::communicator& comm) : world(comm), sizes(s) {
-      rank = world.rank();
-      size = world.size();
-      const long long product = std::accumulate(s.begin(), s.end(), 1LL, std::multiplies<>());
-      const std::string shape_text = describe(s);
-      // The shape must be the same on every rank: agreed first (one allreduce of 2 ndims
-      // ints), so that a shape wrong on one rank only fails on all of them, not there alone
-      // while the others wait in the communicator splits below.
-      std::array<int, 2 * ndims> mine{}, most{};
-      for (std::size_t i = 0; i < ndims; ++i) {
-        mine[2 * i] = s[i];
-        mine[2 * i + 1] = -s[i];  // the largest -s[i] is minus the smallest s[i]
-      }
-      most = mine;
-      detail::allreduce_values(MPI_Comm(world), most.data(), most.size(), MPI_MAX,
-                               "mesh (agreeing on its shape)");
-      for (std::size_t i = 0; i < ndims; ++i) {
-        if (most[2 * i] != -most[2 * i + 1]) {
-          throw error("meshpp::mesh: the ranks disagree on the mesh shape: mesh dim '" +
-                      std::string(names()[i]) + "' has size " + std::to_string(-most[2 * i + 1]) +
-                      " on some ranks and " + std::to_string(most[2 * i]) +
-                      " on others (this rank: " + shape_text + ")");
-        }
-      }
-      check_positive("meshpp::mesh", s);
-      if (product != world.size()) {
-        throw error("meshpp::mesh: mesh shape " + shape_text + " needs " + std::to_string(product) +
-                    " ranks, but the communicator has " + std::to_string(world.size()));
-      }
-      coordinates = detail::coordinates_at(world.rank(), s);
-      // One split per subset of mesh dims, in the same order on every rank. Ranks agree on
-      // every coordinate outside the subset (the color) and are ordered row-major by their
-      // coordinates inside it (the key).
-      groups.reserve(std::size_t{1} << ndims);
-      for (unsigned mask = 0; mask < (1u << ndims); ++mask) {
-        const int color = detail::linear_index(coordinates, s, ~mask);
-        const int key = detail::linear_index(coordinates, s, mask);
-        // The mesh's own communicators return MPI errors to meshpp's checks
-        // (core/detail/checked.hpp) rather than end the job, whatever the world's handler is
-        MPI_Comm group = MPI_COMM_NULL;
-        detail::checked(MPI_Comm_split(MPI_Comm(world), color, key, &group), "MPI_Comm_split");
-        detail::checked(MPI_Comm_set_errhandler(group, MPI_ERRORS_RETURN),
-                        "MPI_Comm_set_errhandler");
-        groups.emplace_back(group, boost::mpi::comm_take_ownership);
-      }
-    }
-  };
-
-  std::shared_ptr<const state> state_;
-  std::shared_ptr<meshpp::counters> counters_;
 };
 
 // balanced_grid<N>(ranks): N sizes whose product is `ranks`, as equal as possible (the
