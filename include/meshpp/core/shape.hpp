@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -22,6 +23,7 @@
 #include <boost/mp11/list.hpp>
 #include <boost/mp11/utility.hpp>
 
+#include "meshpp/core/config.hpp"
 #include "meshpp/core/dim.hpp"
 
 namespace meshpp {
@@ -185,12 +187,22 @@ constexpr void for_each_index(F&& f) {
 template <class S>
 inline constexpr auto dim_names_v = detail::dim_names<S>::value;
 
+namespace detail {
+// bracketed(names): "[batch, hidden]"; one function for every shape
+MESHPP_KERNEL inline std::string bracketed(std::span<const std::string_view> names) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i) out += ", ";
+    out += names[i];
+  }
+  return out + "]";
+}
+}  // namespace detail
+
 // to_string(S{}) -> "[batch, hidden]"
 template <class... Dims>
 std::string to_string(shape<Dims...>) {
-  std::string out = "[";
-  ((out += (out.size() > 1 ? ", " : ""), out += Dims::name()), ...);
-  return out + "]";
+  return detail::bracketed(dim_names_v<shape<Dims...>>);
 }
 
 }  // namespace meshpp

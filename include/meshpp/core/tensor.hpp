@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <typeinfo>
@@ -20,6 +21,7 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "meshpp/core/config.hpp"
 #include "meshpp/core/detail/divides.hpp"
 #include "meshpp/core/detail/huge_pages.hpp"
 #include "meshpp/core/error.hpp"
@@ -58,6 +60,57 @@ struct first_missing_extent<shape<D, Rest...>, E> {
   using type = std::conditional_t<E::template has<D>,
                                   typename first_missing_extent<shape<Rest...>, E>::type, D>;
 };
+
+// block_at(global, axis_of_dim, mesh_sizes, coords, offset, extent): the block of a tensor of
+// these global sizes that the rank at coords holds: along each dim split over a mesh axis
+// (axis_of_dim[i] >= 0) the stripe at its coordinate, every other dim whole; one function for
+// every tensor type
+MESHPP_KERNEL inline void block_at(std::span<const std::size_t> global,
+                                   std::span<const int> axis_of_dim,
+                                   std::span<const int> mesh_sizes, std::span<const int> coords,
+                                   std::span<std::size_t> offset, std::span<std::size_t> extent) {
+  for (std::size_t i = 0; i < global.size(); ++i) {
+    const int a = axis_of_dim[i];
+    if (a < 0) {
+      offset[i] = 0;
+      extent[i] = global[i];
+      continue;
+    }
+    const auto parts = static_cast<std::size_t>(mesh_sizes[static_cast<std::size_t>(a)]);
+    const auto c = static_cast<std::size_t>(coords[static_cast<std::size_t>(a)]);
+    offset[i] = stripe_begin(global[i], parts, c);
+    extent[i] = stripe_size(global[i], parts, c);
+  }
+}
+
+// layout_record(type, names, global, axis_of_dim): a tensor's layout as the counters keep it
+MESHPP_KERNEL inline tensor_layout layout_record(std::string type,
+                                                 std::span<const std::string_view> names,
+                                                 std::span<const std::size_t> global,
+                                                 std::span<const int> axis_of_dim) {
+  return {std::move(type),
+          {names.begin(), names.end()},
+          {global.begin(), global.end()},
+          {axis_of_dim.begin(), axis_of_dim.end()}};
+}
+
+// axes_of_dims_v<S, Layout, Mesh>: for each dim of S, the axis of Mesh that Layout splits it
+// over, or -1 (whole): the run-time form of a layout that block_at reads
+template <class S, class Layout, class Mesh>
+inline constexpr auto axes_of_dims_v = [] {
+  std::array<int, S::rank> a{};
+  a.fill(-1);
+  [&]<class... Splits>(layout<Splits...>*) {
+    (
+        [&] {
+          if constexpr (contains_v<S, typename Splits::tensor_dim>)
+            a[index_of_v<S, typename Splits::tensor_dim>] =
+                static_cast<int>(Mesh::template axis_v<typename Splits::mesh_dim>);
+        }(),
+        ...);
+  }(static_cast<Layout*>(nullptr));
+  return a;
+}();
 
 template <class T>
 std::string value_type_name() {
@@ -182,20 +235,9 @@ class tensor {
   // ones shorter: core/detail/divides.hpp), every other dim whole. This rank's is
   // {local_offsets(), local_shape()}.
   std::pair<index_type, index_type> block_at(const typename Mesh::coordinates_type& coords) const {
-    index_type off{}, ext = global_;
-    [&]<class... Splits>(layout<Splits...>*) {
-      (
-          [&] {
-            constexpr std::size_t i = index_of_v<Shape, typename Splits::tensor_dim>;
-            constexpr std::size_t a = Mesh::template axis_v<typename Splits::mesh_dim>;
-            const auto parts = static_cast<std::size_t>(mesh_.sizes()[a]);
-            const auto c = static_cast<std::size_t>(coords[a]);
-            off[i] = detail::stripe_begin(global_[i], parts, c);
-            ext[i] = detail::stripe_size(global_[i], parts, c);
-          }(),
-          ...);
-    }(static_cast<Layout*>(nullptr));
-    return {off, ext};
+    std::pair<index_type, index_type> b;
+    detail::block_at(global_, axis_of_dim, mesh_.sizes(), coords, b.first, b.second);
+    return b;
   }
   // local_offsets(): the global index of this rank's slice's first element, in each dim
   const index_type& local_offsets() const { return offsets_; }
@@ -248,13 +290,17 @@ class tensor {
   // its conversion to index_type, not this)
   struct made_from_sizes {};
   tensor(const Mesh& m, const index_type& global, made_from_sizes)
-      : mesh_(m),
-        global_(global),
-        offsets_(block_at(m.coordinates()).first),
-        local_(block_at(m.coordinates()).second) {
+      : mesh_(m), global_(global), local_(this_block()) {
     mesh_.counters().made(local_.size() * sizeof(T), [this] { return layout_record(); });
     // before the slice's first write: a large one asks to be mapped in 2 MiB pages
     detail::advise_huge_pages(local_.data(), local_.size() * sizeof(T));
+  }
+
+  // this_block(): this rank's block's extents, its offsets set in offsets_ (the constructor's)
+  index_type this_block() {
+    index_type extent;
+    detail::block_at(global_, axis_of_dim, mesh_.sizes(), mesh_.coordinates(), offsets_, extent);
+    return extent;
   }
 
   template <class... E>
@@ -282,17 +328,13 @@ class tensor {
  public:
   // layout_record(): this tensor's layout, as the counters keep it per operation
   tensor_layout layout_record() const {
-    tensor_layout l{detail::value_type_name<T>(), {}, {global_.begin(), global_.end()}, {}};
-    constexpr auto names = dim_names_v<Shape>;
-    l.dims.assign(names.begin(), names.end());
-    l.mesh_dim_of_dim.assign(rank, -1);
-    [&]<class... Splits>(layout<Splits...>*) {
-      ((l.mesh_dim_of_dim[index_of_v<Shape, typename Splits::tensor_dim>] =
-            static_cast<int>(Mesh::template axis_v<typename Splits::mesh_dim>)),
-       ...);
-    }(static_cast<Layout*>(nullptr));
-    return l;
+    return detail::layout_record(detail::value_type_name<T>(), dim_names_v<Shape>, global_,
+                                 axis_of_dim);
   }
+
+  // axis_of_dim[i]: the mesh axis that dim i is split over, or -1 (whole)
+  static constexpr const std::array<int, rank>& axis_of_dim =
+      detail::axes_of_dims_v<Shape, Layout, Mesh>;
 
  private:
   Mesh mesh_;

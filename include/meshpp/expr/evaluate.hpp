@@ -46,20 +46,11 @@ using dest_cursor = strided_cursor<T*, N>;
 template <class Order, class Layout, class Mesh, class E>
 frame<Order> local_frame(const Mesh& m, const E& e) {
   frame<Order> fr{};
-  for_each_index<Order::rank>([&](auto i) {
-    using d = dim_at_t<Order, i.value>;
-    const std::size_t global = e.template size<d>();
-    if constexpr (is_split_in_v<Layout, d>) {
-      using md = mesh_dim_of_t<Layout, d>;
-      const auto parts = static_cast<std::size_t>(m.template size<md>());
-      const auto coordinate = static_cast<std::size_t>(m.template coordinate<md>());
-      fr.extent[i] = stripe_size(global, parts, coordinate);
-      fr.offset[i] = stripe_begin(global, parts, coordinate);
-    } else {
-      fr.extent[i] = global;
-      fr.offset[i] = 0;
-    }
-  });
+  [&]<class... D>(shape<D...>*) {
+    const std::array<std::size_t, Order::rank> global{e.template size<D>()...};
+    block_at(global, axes_of_dims_v<Order, Layout, Mesh>, m.sizes(), m.coordinates(), fr.offset,
+             fr.extent);
+  }(static_cast<Order*>(nullptr));
   return fr;
 }
 

@@ -126,18 +126,22 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
   const auto& ra = summed_out<typename plan::a_only>(a);
   const auto& rb = summed_out<typename plan::b_only>(b);
   using batch = typename plan::batch;
+  static_assert(Out::rank <= max_copy_rank, "meshpp::einsum<Out>(a, b): at most 16 output dims");
   auto ga = prepare_batched<batch, typename plan::m, typename plan::contract, L, T>(ra, mesh);
   auto gb = prepare_batched<batch, typename plan::contract, typename plan::n, L, T>(rb, mesh);
 
-  const std::size_t nb = product_of(fr_c, 0, plan::batch::rank);
-  const std::size_t m = product_of(fr_c, plan::batch::rank, plan::m::rank);
-  const std::size_t n = product_of(fr_c, plan::batch::rank + plan::m::rank, plan::n::rank);
-  std::size_t k = 1;
+  einsum_sizes sz;
+  sz.nb = product_of(fr_c, 0, batch::rank);
+  sz.m = product_of(fr_c, batch::rank, plan::m::rank);
+  sz.n = product_of(fr_c, batch::rank + plan::m::rank, plan::n::rank);
+  sz.batch_rank = batch::rank;
+  for (std::size_t j = 0; j < batch::rank; ++j) sz.batch_extent[j] = fr_c.extent[j];
   {
     const auto fr_k =
         local_frame<typename plan::contract, layout_for_t<L, typename plan::contract>>(mesh, a);
-    for (std::size_t v : fr_k.extent) k *= v;
+    for (std::size_t v : fr_k.extent) sz.k *= v;
   }
+  constexpr unsigned summed_mask = mesh_mask_v<Mesh, typename plan::summed_mesh_dims>;
 
   if constexpr (fused_with_reduce_scatter<plan, Out, OutRules>()) {
     // the product fused with its reduce_scatter: one gemm per block, summed around the ring,
@@ -155,24 +159,25 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
             static_cast<std::size_t>(mesh.template size<typename ring::mesh_dim>()) ==
         0) {
       Y y(mesh, out_sizes, Y::uninitialized);
-      ring_product<reduce_scatter_ring<over<typename ring::mesh_dim>>, ring::along_m,
-                   ring::out_is_ct>(mesh, ga, gb, m, n, k,
-                                    std::span<T>(y.local().data(), y.local().size()));
+      ring_product<T>(mesh, Mesh::template mask_v<typename ring::mesh_dim>, true, ring::along_m,
+                      ring::out_is_ct, ga, gb, sz.m, sz.n, sz.k,
+                      std::span<T>(y.local().data(), y.local().size()));
       return laid_out<requested>(std::move(y));
     }
   }
   {
     result_t out(mesh, out_sizes, result_t::uninitialized);
+    const std::span<T> out_span(out.local().data(), out.local().size());
     constexpr bool out_is_c = std::is_same_v<Out, typename plan::c_order>;
     constexpr bool out_is_ct = !out_is_c && std::is_same_v<Out, typename plan::c_order_t>;
-    if constexpr (std::is_void_v<OutRules> && plan::batch::rank == 0 && (out_is_c || out_is_ct) &&
-                  plan::summed_mesh_dims::rank > 0) {
+    if constexpr (std::is_void_v<OutRules> && batch::rank == 0 && (out_is_c || out_is_ct) &&
+                  summed_mask != 0) {
       // the product fused with its allreduce: blocks of the output's outer dim summed around
       // the ring, then allgathered, when they divide evenly (the same on every rank)
-      using ring = allreduce_ring<over_t<typename plan::summed_mesh_dims>>;
-      if (!deferred && (out_is_ct ? n : m) % ring::members(mesh) == 0) {
-        ring_product<ring, !out_is_ct, out_is_ct>(
-            mesh, ga, gb, m, n, k, std::span<T>(out.local().data(), out.local().size()));
+      const auto p = static_cast<std::size_t>(mesh.group_size(summed_mask));
+      if (!deferred && (out_is_ct ? sz.n : sz.m) % p == 0) {
+        ring_product<T>(mesh, summed_mask, false, !out_is_ct, out_is_ct, ga, gb, sz.m, sz.n, sz.k,
+                        out_span);
         return out;
       }
     }
@@ -185,11 +190,11 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
                                    strided_fit_v<Out, batch, typename plan::n, typename plan::m>;
     constexpr bool out_transposed = out_is_ct || out_strided_t;
     constexpr bool out_copied = !out_is_c && !out_is_ct && !out_strided && !out_strided_t;
-    batched_operand<T, batch::rank> gc;
+    batched_operand<T> gc;
     scratch<T> c_buffer;  // overwritten whole by gemm
     T* c = out.local().data();
     if constexpr (out_copied) {
-      c_buffer.resize(nb * m * n);
+      c_buffer.resize(sz.nb * sz.m * sz.n);
       c = c_buffer.data();
       matrix_strides<typename plan::c_order, batch, typename plan::m, typename plan::n>(
           gc, fr_c.extent);
@@ -198,37 +203,20 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
     } else {
       matrix_strides<Out, batch, typename plan::m, typename plan::n>(gc, out.local_shape());
     }
-    std::array<std::size_t, batch::rank> batch_extent{};
-    for (std::size_t j = 0; j < batch::rank; ++j) batch_extent[j] = fr_c.extent[j];
-    for (std::size_t i = 0; i < (mesh.planning() ? 0 : nb); ++i) {  // (a plan: no products)
-      const T* ai = ga.data + batch_offset(i, batch_extent, ga.batch_stride);
-      const T* bi = gb.data + batch_offset(i, batch_extent, gb.batch_stride);
-      T* ci = c + batch_offset(i, batch_extent, gc.batch_stride);
-      if constexpr (out_transposed) {  // C^T = B^T A^T
-        gemm<T>(!gb.transposed, !ga.transposed, n, m, k, bi, gb.ld, ai, ga.ld, ci, gc.ld);
-      } else {
-        gemm<T>(ga.transposed, gb.transposed, m, n, k, ai, ga.ld, bi, gb.ld, ci, gc.ld);
-      }
-    }
+    einsum_gemms<T>(mesh, sz, ga, gb, c, gc, out_transposed);
     if constexpr (out_copied) {
-      mesh.counters().streamed([&] { return 2 * nb * m * n * sizeof(T); });  // read, written
+      mesh.counters().streamed([&] { return 2 * sz.nb * sz.m * sz.n * sizeof(T); });  // r + w
       if (!mesh.planning())
-        copy_permuted<typename plan::c_order, Out>(c, fr_c.extent, out.local().data());
+        copy_permuted<T>(c, fr_c.extent, permutation_v<typename plan::c_order, Out>,
+                         out.local().data());
     }
-    if constexpr (out_transposed)
-      mesh.counters().record_einsum(2ull * nb * m * n * k,
-                                    {n, m, k, !gb.transposed, !ga.transposed}, nb);
-    else
-      mesh.counters().record_einsum(2ull * nb * m * n * k, {m, n, k, ga.transposed, gb.transposed},
-                                    nb);
 
     if constexpr (std::is_void_v<OutRules>) {
       if (deferred) {
-        *deferred = mesh_mask_v<Mesh, typename plan::summed_mesh_dims>;
+        *deferred = summed_mask;
         return out;
       }
-      allreduce<over_t<typename plan::summed_mesh_dims>, op::sum>::run(
-          mesh, std::span(out.local().data(), out.local().size()));
+      allreduce_sum(mesh, summed_mask, out_span);
       return out;
     } else {
       return sums_laid_out<layout_for_t<OutRules, Out>, typename plan::summed_mesh_dims>(

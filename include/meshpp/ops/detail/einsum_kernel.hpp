@@ -10,11 +10,15 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <span>
 #include <type_traits>
 #include <utility>
 
 #include "meshpp/core/blocks.hpp"
+#include "meshpp/core/config.hpp"
 #include "meshpp/core/layout.hpp"
+#include "meshpp/core/mesh.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
 #include "meshpp/expr/evaluate.hpp"
@@ -65,18 +69,33 @@ inline constexpr bool strided_fit_v = [] {
   }
 }();
 
+// the most batch dims an einsum takes (dims in both inputs and the output)
+inline constexpr std::size_t max_batch_dims = 8;
+
 /// An operand (or the output) as a batch of matrices: gemm_operand's data and orientation, the
-/// distance between the rows of each matrix (ld) and each batch dim's stride, in elements.
-template <class T, std::size_t NB>
+/// distance between the rows of each matrix (ld) and each batch dim's stride, in elements. One
+/// type for every number of batch dims, so that the kernels below are compiled once per
+/// element type.
+template <class T>
 struct batched_operand : gemm_operand<T> {
   std::size_t ld = 0;
-  std::array<std::size_t, NB> batch_stride{};
+  std::array<std::size_t, max_batch_dims> batch_stride{};
+};
+
+/// What einsum's local product runs on, whatever the shapes and layouts it came from: the
+/// number of products and their sizes (C[nb][m, n] = A[nb][m, k] B[nb][k, n]) and the extents
+/// of the batch dims, whose strides each operand gives.
+struct einsum_sizes {
+  std::size_t nb = 1, m = 1, n = 1, k = 1;
+  std::size_t batch_rank = 0;
+  std::array<std::size_t, max_batch_dims> batch_extent{};
 };
 
 // matrix_strides<Sh, Batch, Outer, Inner>(op, extent): op's ld (rows indexed by Outer) and
 // batch strides, for row-major data of dims Sh with the given extents (an empty Outer: one row)
-template <class Sh, class Batch, class Outer, class Inner, class T, std::size_t NB, class E>
-void matrix_strides(batched_operand<T, NB>& op, const E& extent) {
+template <class Sh, class Batch, class Outer, class Inner, class T, class E>
+void matrix_strides(batched_operand<T>& op, const E& extent) {
+  static_assert(Batch::rank <= max_batch_dims, "meshpp::einsum: at most 8 batch dims");
   const auto st = row_major_strides<Sh::rank>(extent);
   if constexpr (Outer::rank > 0) {
     op.ld = static_cast<std::size_t>(st[index_of_v<Sh, dim_at_t<Outer, Outer::rank - 1>>]);
@@ -97,10 +116,10 @@ void matrix_strides(batched_operand<T, NB>& op, const E& extent) {
 // (strided_fit_v); else x's local data over the frame Layout gives it copied once, in one
 // fused pass, into [Batch, Rows, Cols].
 template <class Batch, class Rows, class Cols, class Layout, class T, class X, class Mesh>
-batched_operand<T, Batch::rank> prepare_batched(const X& x, const Mesh& m) {
+batched_operand<T> prepare_batched(const X& x, const Mesh& m) {
   using Order = shape_concat_t<shape_concat_t<Batch, Rows>, Cols>;
   using OrderT = shape_concat_t<shape_concat_t<Batch, Cols>, Rows>;
-  batched_operand<T, Batch::rank> op;
+  batched_operand<T> op;
   if constexpr (is_tensor_v<X>) {
     using S = typename X::shape_type;
     constexpr bool in_place = std::is_same_v<typename X::layout_type, layout_for_t<Layout, S>> &&
@@ -129,14 +148,13 @@ batched_operand<T, Batch::rank> prepare_batched(const X& x, const Mesh& m) {
   return op;
 }
 
-// batch_offset(i, extent, stride): the offset of batch index i (row-major over extent)
-template <std::size_t NB>
-std::size_t batch_offset(std::size_t i, const std::array<std::size_t, NB>& extent,
-                         const std::array<std::size_t, NB>& stride) {
+// batch_offset(i, s, stride): the offset of batch index i (row-major over s's batch extents)
+inline std::size_t batch_offset(std::size_t i, const einsum_sizes& s,
+                                const std::array<std::size_t, max_batch_dims>& stride) {
   std::size_t offset = 0;
-  for (std::size_t j = NB; j-- > 0;) {
-    offset += (i % extent[j]) * stride[j];
-    i /= extent[j];
+  for (std::size_t j = s.batch_rank; j-- > 0;) {
+    offset += (i % s.batch_extent[j]) * stride[j];
+    i /= s.batch_extent[j];
   }
   return offset;
 }
@@ -180,23 +198,63 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
   }
 }
 
-// copy_permuted<From, To>(src, from_extent, dst): dst (row-major in To) = src (row-major in From)
-template <class From, class To, class T>
-void copy_permuted(const T* src, const std::array<std::size_t, From::rank>& from_extent, T* dst) {
-  constexpr std::size_t n = To::rank;
-  const auto from_strides = row_major_strides<From::rank>(from_extent);
-  frame<To> fr{};
-  leaf_cursor<T, n, access_of<From, To>()> source{src, {}};
-  for_each_index<n>([&](auto i) {
-    constexpr std::size_t j = index_of_v<From, dim_at_t<To, i.value>>;
-    fr.extent[i] = from_extent[j];
-    source.stride[i] = from_strides[j];
-  });
-  dest_cursor<T, n> dest{dst, row_major_strides<n>(fr.extent)};
+// copy_permuted(src, from_extent, from_of, dst): dst (row-major, its dim i being src's dim
+// from_of[i]) = src (row-major over from_extent): a transposing copy of any rank up to
+// max_copy_rank (the dims padded in front with ones), compiled once per element type
+inline constexpr std::size_t max_copy_rank = 16;
+template <class T>
+MESHPP_KERNEL void copy_permuted(const T* src, std::span<const std::size_t> from_extent,
+                                 std::span<const std::size_t> from_of, T* dst) {
+  constexpr std::size_t n = max_copy_rank;
+  const std::size_t r = from_of.size(), pad = n - r;
+  std::array<std::ptrdiff_t, n> from_strides{};
+  std::ptrdiff_t at = 1;
+  for (std::size_t i = r; i-- > 0;) {
+    from_strides[i] = at;
+    at *= static_cast<std::ptrdiff_t>(from_extent[i]);
+  }
+  std::array<std::size_t, n> extent;
+  extent.fill(1);
+  strided_cursor<const T*, n> source{src, {}};
+  for (std::size_t i = 0; i < r; ++i) {
+    extent[pad + i] = from_extent[from_of[i]];
+    source.stride[pad + i] = from_strides[from_of[i]];
+  }
+  strided_cursor<T*, n> dest{dst, row_major_strides<n>(extent)};
   auto cursors = group(dest, source);
-  for_each_row<n>(fr.extent, cursors, [&](std::size_t len) {
-    for (std::size_t j = 0; j < len; ++j) dest.ptr[j] = source.at(j);
+  for_each_row<n>(extent, cursors, [&](std::size_t len) {
+    const std::ptrdiff_t step = source.stride[n - 1];
+    if (step == 1) {
+      std::copy_n(source.ptr, len, dest.ptr);
+    } else {
+      for (std::size_t j = 0; j < len; ++j)
+        dest.ptr[j] = source.ptr[static_cast<std::ptrdiff_t>(j) * step];
+    }
   });
+}
+
+// einsum_gemms(mesh, s, ga, gb, c, gc, transposed): the local product's gemms, one per batch
+// index, into c (ld and batch strides gc's); transposed: c holds C^T, computed as B^T A^T.
+// Counted as one einsum of s.nb products (on a planned mesh: counted only).
+template <class T>
+MESHPP_KERNEL void einsum_gemms(const mesh_base& mesh, const einsum_sizes& s,
+                                const batched_operand<T>& ga, const batched_operand<T>& gb, T* c,
+                                const batched_operand<T>& gc, bool transposed) {
+  for (std::size_t i = 0; i < (mesh.planning() ? 0 : s.nb); ++i) {  // (a plan: no products)
+    const T* ai = ga.data + batch_offset(i, s, ga.batch_stride);
+    const T* bi = gb.data + batch_offset(i, s, gb.batch_stride);
+    T* ci = c + batch_offset(i, s, gc.batch_stride);
+    if (transposed) {  // C^T = B^T A^T
+      gemm<T>(!gb.transposed, !ga.transposed, s.n, s.m, s.k, bi, gb.ld, ai, ga.ld, ci, gc.ld);
+    } else {
+      gemm<T>(ga.transposed, gb.transposed, s.m, s.n, s.k, ai, ga.ld, bi, gb.ld, ci, gc.ld);
+    }
+  }
+  const std::uint64_t flops = 2ull * s.nb * s.m * s.n * s.k;
+  if (transposed)
+    mesh.counters().record_einsum(flops, {s.n, s.m, s.k, !gb.transposed, !ga.transposed}, s.nb);
+  else
+    mesh.counters().record_einsum(flops, {s.m, s.n, s.k, ga.transposed, gb.transposed}, s.nb);
 }
 
 }  // namespace meshpp::detail

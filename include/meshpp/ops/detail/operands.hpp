@@ -3,10 +3,13 @@
 // common dims, and each output dim takes its size from the operand that has it.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 
+#include "meshpp/core/config.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/shape.hpp"
@@ -17,16 +20,28 @@ namespace meshpp::detail {
 // check_operands<Shared>(what, operands, a, b): expressions a and b live on one mesh and agree
 // on the sizes of the dims Shared; else throws "<what>: <operands> live on different meshes"
 // or "... disagree on the size of dim 'd'", on every rank alike, before any communication
+// operands_agree(what, operands, same_mesh, in_a, in_b, names): check_operands' checks, on
+// the sizes of the shared dims (names) in each operand: one function for every pair of operands
+MESHPP_KERNEL inline void operands_agree(std::string_view what, std::string_view operands,
+                                         bool same_mesh, std::span<const std::size_t> in_a,
+                                         std::span<const std::size_t> in_b,
+                                         std::span<const std::string_view> names) {
+  if (!same_mesh) fail({what, ": ", operands, " live on different meshes"});
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (in_a[i] != in_b[i]) {
+      fail({what, ": ", operands, " disagree on the size of dim '", names[i], "': ", in_a[i],
+            " and ", in_b[i]});
+    }
+  }
+}
+
 template <class Shared, class XA, class XB>
 void check_operands(std::string_view what, std::string_view operands, const XA& a, const XB& b) {
-  if (!(*a.mesh_ptr() == *b.mesh_ptr())) fail({what, ": ", operands, " live on different meshes"});
-  for_each_index<Shared::rank>([&](auto i) {
-    using d = dim_at_t<Shared, i.value>;
-    if (a.template size<d>() != b.template size<d>()) {
-      fail({what, ": ", operands, " disagree on the size of dim '", d::name(),
-            "': ", a.template size<d>(), " and ", b.template size<d>()});
-    }
-  });
+  [&]<class... D>(shape<D...>*) {
+    const std::array<std::size_t, sizeof...(D)> in_a{a.template size<D>()...},
+        in_b{b.template size<D>()...};
+    operands_agree(what, operands, *a.mesh_ptr() == *b.mesh_ptr(), in_a, in_b, dim_names_v<Shared>);
+  }(static_cast<Shared*>(nullptr));
 }
 
 // sizes_from<Out>(a, b): the sizes of Out's dims, each from expression a when a has the dim,
