@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -201,7 +200,7 @@ class function_expr : public expression_node {
                 "put two dims of the result on one mesh dim (illegal layout, Mesh-TensorFlow "
                 "paper 8.5)");
 
-  explicit function_expr(F f, Args... args) : f_(std::move(f)), args_(std::move(args)...) {
+  explicit function_expr(F f, Args... args) : f_(std::move(f)), args_{{std::move(args)}...} {
     check_operands(true);
   }
 
@@ -226,26 +225,23 @@ class function_expr : public expression_node {
 
   const mesh_type* mesh_ptr() const {
     const mesh_type* m = nullptr;
-    std::apply(
-        [&](const auto&... a) { ((m = m ? m : static_cast<const mesh_type*>(a.mesh_ptr())), ...); },
-        args_);
+    args_.apply([&](const auto&... a) {
+      ((m = m ? m : static_cast<const mesh_type*>(a.mesh_ptr())), ...);
+    });
     return m;
   }
 
   // bytes_read(): the bytes of the tensor slices an evaluation reads: each leaf's whole local
   // slice, once per use (an upper bound where the frame is a part of a leaf's slice)
   std::uint64_t bytes_read() const {
-    return std::apply([](const auto&... a) { return (std::uint64_t{0} + ... + a.bytes_read()); },
-                      args_);
+    return args_.apply([](const auto&... a) { return (std::uint64_t{0} + ... + a.bytes_read()); });
   }
 
   template <class O>
   auto cursor(const frame<O>& fr) const {
-    return std::apply(
-        [&](const auto&... a) {
-          return detail::function_cursor<F, decltype(a.cursor(fr))...>{{{a.cursor(fr)...}}, f_};
-        },
-        args_);
+    return args_.apply([&](const auto&... a) {
+      return detail::function_cursor<F, decltype(a.cursor(fr))...>{{{{a.cursor(fr)}...}}, f_};
+    });
   }
 
  private:
@@ -260,20 +256,18 @@ class function_expr : public expression_node {
   void check_operands(bool meshes) const {
     static constexpr auto where =
         detail::operand_dims_in<shape_type, typename Args::shape_type...>();
-    std::apply(
-        [&](const auto&... a) {
-          const std::size_t* operands[] = {a.global_sizes().data()..., nullptr};
-          detail::agree_operand_sizes(sizes_.data(), shape_type::rank, operands, where.data(),
-                                      sizeof...(Args), dim_names_v<shape_type>.data());
-          if constexpr (!std::is_void_v<mesh_type>) {
-            const void* of_operands[] = {a.mesh_ptr()..., nullptr};
-            if (meshes) detail::agree_operand_meshes<mesh_type>(of_operands, sizeof...(Args));
-          }
-        },
-        args_);
+    args_.apply([&](const auto&... a) {
+      const std::size_t* operands[] = {a.global_sizes().data()..., nullptr};
+      detail::agree_operand_sizes(sizes_.data(), shape_type::rank, operands, where.data(),
+                                  sizeof...(Args), dim_names_v<shape_type>.data());
+      if constexpr (!std::is_void_v<mesh_type>) {
+        const void* of_operands[] = {a.mesh_ptr()..., nullptr};
+        if (meshes) detail::agree_operand_meshes<mesh_type>(of_operands, sizeof...(Args));
+      }
+    });
   }
   F f_;
-  std::tuple<Args...> args_;
+  detail::pack<Args...> args_;
   // global_sizes()'s last answer (an expression is not evaluated from two threads at once)
   mutable std::array<std::size_t, shape_type::rank> sizes_{};
 };

@@ -23,7 +23,7 @@
 
 #include <array>
 #include <cstddef>
-#include <tuple>
+#include <utility>
 
 namespace meshpp::detail {
 
@@ -41,27 +41,51 @@ struct strided_cursor {
   }
 };
 
+/// @brief Values of types Ts (references too) side by side, visited all at once: apply(f) is
+/// f(the values...). What std::tuple and std::apply do for meshpp, without their machinery:
+/// a tuple of n types instantiates some forty functions and classes, a pack n + 2, and every
+/// expression and traversal of meshpp makes one (README, Building).
+template <std::size_t I, class T>
+struct pack_slot {
+  T value;
+};
+template <class Indices, class... Ts>
+struct pack_of;
+template <std::size_t... I, class... Ts>
+struct pack_of<std::index_sequence<I...>, Ts...> : pack_slot<I, Ts>... {
+  template <class F>
+  decltype(auto) apply(F&& f) {
+    return f(static_cast<pack_slot<I, Ts>&>(*this).value...);
+  }
+  template <class F>
+  decltype(auto) apply(F&& f) const {
+    return f(static_cast<const pack_slot<I, Ts>&>(*this).value...);
+  }
+};
+template <class... Ts>
+using pack = pack_of<std::index_sequence_for<Ts...>, Ts...>;
+
 /// @brief Several cursors moved as one; C may be references (group()) or values (an
 /// expression node's cursor owns its operands' cursors).
 template <class... C>
 struct cursor_group {
-  std::tuple<C...> members;
+  pack<C...> members;
   void step(std::size_t d) {
-    std::apply([&](auto&... c) { (c.step(d), ...); }, members);
+    members.apply([&](auto&... c) { (c.step(d), ...); });
   }
   void unstep(std::size_t d, std::size_t n) {
-    std::apply([&](auto&... c) { (c.unstep(d, n), ...); }, members);
+    members.apply([&](auto&... c) { (c.unstep(d, n), ...); });
   }
   template <class V>
   void visit_strides(V&& v) const {
-    std::apply([&](const auto&... c) { (c.visit_strides(v), ...); }, members);
+    members.apply([&](const auto&... c) { (c.visit_strides(v), ...); });
   }
 };
 
 // group(c...): the cursors c, by reference, moved as one
 template <class... C>
 cursor_group<C&...> group(C&... c) {
-  return {{c...}};
+  return {{{c}...}};
 }
 
 // for_each_position(extent, cursors, f): f(position) at every position of the box, row-major

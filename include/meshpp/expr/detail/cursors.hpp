@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstddef>
-#include <tuple>
 
 #include "meshpp/core/detail/traverse.hpp"
 #include "meshpp/core/shape.hpp"
@@ -65,7 +64,7 @@ template <class F, class... C>
 struct function_cursor : cursor_group<C...> {
   F f;
   auto at(std::size_t j) const {
-    return std::apply([&](const auto&... c) { return f(c.at(j)...); }, this->members);
+    return this->members.apply([&](const auto&... c) { return f(c.at(j)...); });
   }
 };
 
