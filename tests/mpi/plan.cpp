@@ -9,11 +9,14 @@
 #include <meshpp/plan/enumerate.hpp>
 #include <meshpp/plan/search.hpp>
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -74,6 +77,52 @@ void seq_step(const seq_mesh_t& m) {
   const auto scores = mp::einsum<mp::shape<batch, length, memory_length>>(a, memory);
   const auto mean = mp::reduce_mean(mp::softmax<memory_length>(scores));
   (void)mean;
+}
+
+// user_product(h, w, described): h [batch, hidden] x w [hidden, classes] -> [batch, classes], a
+// user's own operation: one gemm of the local slices, then the allreduce over y, where the
+// mesh's rules split hidden, as einsum would do it. described: it records an
+// operation_descriptor of kind einsum with its operands' and result's dims; else only a name
+template <class H, class W>
+void user_product(const H& h, const W& w, bool described) {
+  const mesh_t& m = h.mesh();
+  const auto scope = m.counters().operation([&] {
+    auto d = mp::named_operation("user product");
+    if (described) {
+      d.kind = mp::operation_kind::einsum;
+      d.dims = {{"batch", "hidden"}, {"hidden", "classes"}, {"batch", "classes"}};
+    }
+    return d;
+  });
+  using out_t = mp::tensor_of<float, mp::shape<batch, classes>, mesh_t>;
+  out_t out(
+      m,
+      mp::extents{batch{} = h.template extent<batch>(), classes{} = w.template extent<classes>()},
+      out_t::uninitialized);
+  const std::size_t rows = h.local_shape()[0], inner = h.local_shape()[1],
+                    columns = w.local_shape()[1];
+  if (!m.planning()) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
+                static_cast<int>(columns), static_cast<int>(inner), 1.0f, h.local().data(),
+                static_cast<int>(std::max<std::size_t>(inner, 1)), w.local().data(),
+                static_cast<int>(std::max<std::size_t>(columns, 1)), 0.0f, out.local().data(),
+                static_cast<int>(std::max<std::size_t>(columns, 1)));
+  }
+  m.counters().record_einsum(2ull * rows * columns * inner, {rows, columns, inner, false, false},
+                             1);
+  mp::allreduce<mp::over<y>>::run(m, std::span(out.local().data(), out.local().size()));
+}
+
+// the network's second layer forward, its product einsum's or the user's (described or named)
+enum class product_by { einsum, described, named };
+void second_layer(const mesh_t& m, product_by by) {
+  const auto sizes = mp::extents{batch{} = 8, hidden{} = 12, classes{} = 5};
+  const auto h = mp::random_uniform<float, batch, hidden>(m, sizes, 1, -1.0f, 1.0f);
+  const auto w = mp::random_uniform<float, hidden, classes>(m, sizes, 2, -1.0f, 1.0f);
+  if (by == product_by::einsum)
+    (void)mp::einsum<mp::shape<batch, classes>>(h, w);
+  else
+    user_product(h, w, by == product_by::described);
 }
 
 std::string describe(const std::vector<mp::operation_count>& ops, const mp::counters& c) {
@@ -595,4 +644,62 @@ TEST_CASE("plan drawn per operation: the layouts of the tensors each operation m
     CHECK(meshpp_test::throws_with<mp::error>([&] { (void)p.pictures(p.operations().size()); },
                                               {"meshpp::plan::pictures: operation"}));
   }
+}
+
+TEST_CASE(
+    "layout enumeration: a user's operation that describes itself as an einsum is planned and "
+    "priced as einsum's") {
+  mp::machine_model machine;
+  machine.source = "test figures";
+  machine.gemm_flops_per_second = 1e10;
+  machine.stream_bytes_per_second = 4e9;
+  for (int p : {2, 3, 4}) machine.set(mp::collective::allreduce, p, mp::alpha_beta{1e-4, 1e-9});
+  auto planned = [&](product_by by) {
+    return mp::make_plan<mesh_t>({1, 1, 1}, [&](const mesh_t& m) { second_layer(m, by); });
+  };
+  const auto by_einsum = planned(product_by::einsum), described = planned(product_by::described),
+             named = planned(product_by::named);
+  // the row the enumeration reads is the descriptor's: its kind and dims, not its name
+  const auto row = [](const mp::plan& p) {
+    const auto& ops = p.operations();
+    const auto it = std::find_if(ops.begin(), ops.end(), [](const mp::operation_count& o) {
+      return o.name == "user product" || o.name.starts_with("einsum ");
+    });
+    REQUIRE(it != ops.end());
+    return *it;
+  };
+  CHECK(row(by_einsum).kind == mp::operation_kind::einsum);
+  CHECK(row(by_einsum).dims == row(described).dims);
+  CHECK(row(described).kind == mp::operation_kind::einsum);
+  CHECK(row(named).kind == mp::operation_kind::other);
+  CHECK(row(named).dims.empty());
+  const mp::layout_enumeration from_einsum(by_einsum, machine), from_described(described, machine),
+      from_named(named, machine);
+  auto axis_of = [&](const mp::layout_enumeration& e, int batch_axis, int hidden_axis) {
+    std::vector<int> a;
+    for (const auto& d : e.dims())
+      a.push_back(d == "batch" ? batch_axis : d == "hidden" ? hidden_axis : -1);
+    return a;
+  };
+  bool named_differs = false;
+  for (const std::array<int, 3> shape : {std::array{1, 2, 1}, {2, 2, 1}, {1, 4, 1}, {3, 1, 1}}) {
+    const std::vector<mp::mesh_axis> mesh{{"x", shape[0]}, {"y", shape[1]}, {"rest", shape[2]}};
+    const auto a = from_einsum.estimate(mesh, axis_of(from_einsum, 0, 1));
+    const auto b = from_described.estimate(mesh, axis_of(from_described, 0, 1));
+    INFO("mesh " << shape[0] << " x " << shape[1] << " x " << shape[2]);
+    CHECK(b.flops == a.flops);
+    CHECK(b.collectives.allreduce == a.collectives.allreduce);
+    CHECK(b.cost.compute == doctest::Approx(a.cost.compute).epsilon(1e-12));
+    CHECK(b.cost.communication == doctest::Approx(a.cost.communication).epsilon(1e-12));
+    CHECK(from_described.gemms(mesh, b) == from_einsum.gemms(mesh, a));
+    // and as the real einsum's own plan on that mesh has it
+    const auto exact =
+        mp::make_plan<mesh_t>(shape, [&](const mesh_t& m) { second_layer(m, product_by::einsum); });
+    CHECK(b.flops == exact.flops());
+    CHECK(b.collectives.allreduce == exact.total(mp::collective::allreduce));
+    // a user's operation that only names itself is priced as what it counted, unscaled
+    const auto c = from_named.estimate(mesh, axis_of(from_named, 0, 1));
+    named_differs = named_differs || c.flops != a.flops;
+  }
+  CHECK(named_differs);
 }

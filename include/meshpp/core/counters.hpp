@@ -39,10 +39,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "meshpp/core/config.hpp"
 
 namespace meshpp {
 
@@ -120,10 +125,84 @@ inline void sort_by_shape(std::vector<gemm_count>& list) {
             [](const gemm_count& a, const gemm_count& b) { return a.shape < b.shape; });
 }
 
+/// What an operation is, as plans read it (plan/enumerate.hpp prices each kind its own way).
+enum class operation_kind : std::uint8_t {
+  other,       // priced by what it communicated, streamed and made, as counted
+  einsum,      // dims: the two operands' and the result's; its gemm shapes recorded
+  attention,   // dims: q's, k's, v's and the result's (nn/fused_attention.hpp)
+  reduce,      // dims: the operand's and the result's; the dims between summed
+  take,        // dims: the table's, the ids' and the result's (ops/embedding.hpp)
+  softmax,     // row by row along `over`; dims: the operand's
+  logsumexp,   // the same, priced as the reductions it runs
+  layer_norm,  // row by row along `over`, priced as a softmax
+  reshape,     // dims: the operand's and the result's
+  update,      // an optimizer's update of one variable; `sharded`: of its stripe alone
+};
+
+/// @brief An operation as it records itself in the counters: the row's name, and the fields
+/// plans read (its kind, its operands' and result's dims, the dim it runs along). The
+/// library's operations describe themselves so (detail::listed_operation, row_operation); a
+/// user's operation may too, and is then planned and priced as the kind it names (README,
+/// Plans).
+struct operation_descriptor {
+  std::string name;  // "einsum [batch, io] x [io, hidden] -> [batch, hidden]": the row's identity
+  operation_kind kind = operation_kind::other;
+  std::vector<std::vector<std::string>> dims;  // each operand's dims, the result's last
+  std::string over;                            // softmax, logsumexp, layer_norm: their dim
+  bool sharded = false;                        // update: of the variable's stripe alone
+  friend bool operator==(const operation_descriptor&, const operation_descriptor&) = default;
+};
+
+// named_operation(name): an operation of kind other, known by its name alone
+inline operation_descriptor named_operation(std::string name) {
+  return {std::move(name), operation_kind::other, {}, {}, false};
+}
+
+namespace detail {
+// bracket(out, dims): appends "[a, b]"
+inline void bracket(std::string& out, const std::vector<std::string>& dims) {
+  out += '[';
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (i) out += ", ";
+    out += dims[i];
+  }
+  out += ']';
+}
+// listed_operation(kind, word, dims, between): an operation of operands and a result, named
+// "<word> [a's dims] <between> [b's dims] ... -> [the result's dims]"
+MESHPP_KERNEL inline operation_descriptor listed_operation(
+    operation_kind kind, std::string_view word,
+    std::initializer_list<std::span<const std::string_view>> dims,
+    std::string_view between = " x ") {
+  operation_descriptor d{std::string(word), kind, {}, {}, false};
+  for (const auto& list : dims) d.dims.emplace_back(list.begin(), list.end());
+  for (std::size_t i = 0; i < d.dims.size(); ++i) {
+    d.name += i == 0 ? " " : i + 1 == d.dims.size() ? " -> " : between;
+    bracket(d.name, d.dims[i]);
+  }
+  return d;
+}
+// row_operation(kind, word, over, dims): an operation along one dim of its operand, named
+// "<word> over <over> of [the operand's dims]"
+MESHPP_KERNEL inline operation_descriptor row_operation(operation_kind kind, std::string_view word,
+                                                        std::string_view over,
+                                                        std::span<const std::string_view> dims) {
+  operation_descriptor d{
+      std::string(word), kind, {{dims.begin(), dims.end()}}, std::string(over), false};
+  d.name += " over " + d.over + " of ";
+  bracket(d.name, d.dims[0]);
+  return d;
+}
+}  // namespace detail
+
 /// @brief What one operation (in one phase) communicated and computed, over all its runs.
 struct operation_count {
   std::string phase;  // "forward", "backward", "optimizer", or a name given to phase()
   std::string name;   // the operation and its dims
+  operation_kind kind = operation_kind::other;  // the rest of its operation_descriptor
+  std::vector<std::vector<std::string>> dims;
+  std::string over;
+  bool sharded = false;
   std::uint64_t runs = 0;
   struct entry {
     collective kind;
@@ -163,22 +242,29 @@ class counters {
     ~scope() {
       if (!c_) return;
       c_->charge();
-      (phase_ ? c_->phase_ : c_->operation_) = std::move(previous_);
+      if (phase_)
+        c_->phase_ = std::move(previous_.name);
+      else
+        c_->operation_ = std::move(previous_);
     }
 
    private:
     friend class counters;
-    scope(counters* c, bool phase, std::string name) : c_(c), phase_(phase) {
+    scope(counters* c, bool phase, operation_descriptor d) : c_(c), phase_(phase) {
       if (!c_) return;
       c_->charge();
-      std::string& now = phase ? c_->phase_ : c_->operation_;
-      previous_ = std::move(now);
-      now = std::move(name);
-      if (!phase) ++c_->current().runs;
+      if (phase) {
+        previous_.name = std::move(c_->phase_);
+        c_->phase_ = std::move(d.name);
+      } else {
+        previous_ = std::move(c_->operation_);
+        c_->operation_ = std::move(d);
+        ++c_->current().runs;
+      }
     }
     counters* c_;
     bool phase_;
-    std::string previous_;
+    operation_descriptor previous_;
   };
 
   // by_operation(on, timed): count per operation too (from now on), and with timed, charge
@@ -193,15 +279,20 @@ class counters {
   // unattributed_seconds(): timed wall time charged to no row (see the top)
   double unattributed_seconds() const { return unattributed_seconds_; }
 
-  // operation(name): a scope for one run of an operation; `name` is called only when counting
-  // by operation (so naming costs nothing otherwise)
-  template <class Name>
-  [[nodiscard]] scope operation(Name&& name) {
-    return scope(by_operation_ ? this : nullptr, false, by_operation_ ? std::string(name()) : "");
+  // operation(describe): a scope for one run of an operation; describe() gives its name (a
+  // string: an operation of kind other) or its operation_descriptor, and is called only when
+  // counting by operation (so describing costs nothing otherwise)
+  template <class Describe>
+  [[nodiscard]] scope operation(Describe&& describe) {
+    if (!by_operation_) return scope(nullptr, false, {});
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(describe())>, operation_descriptor>)
+      return scope(this, false, describe());
+    else
+      return scope(this, false, named_operation(std::string(describe())));
   }
   // phase(name): a scope for a phase of a step ("backward", "optimizer")
   [[nodiscard]] scope phase(std::string name) {
-    return scope(by_operation_ ? this : nullptr, true, std::move(name));
+    return scope(by_operation_ ? this : nullptr, true, named_operation(std::move(name)));
   }
   // made(bytes, layout): an operation made a tensor slice of this many bytes; layout() (called
   // only when counting by operation) gives the tensor's layout, kept once per operation
@@ -323,7 +414,7 @@ class counters {
 
   // find_current(): the row of the operation and phase open now, or null if it has none yet
   operation_count* find_current() {
-    const std::string& name = operation_.empty() ? unnamed : operation_;
+    const std::string& name = operation_.name.empty() ? unnamed : operation_.name;
     const std::string& phase = phase_.empty() ? forward : phase_;
     if (last_ < operations_.size() && operations_[last_].name == name &&
         operations_[last_].phase == phase)
@@ -349,11 +440,15 @@ class counters {
   }
   operation_count& current() {
     if (auto* row = find_current()) return *row;
-    const std::string& name = operation_.empty() ? unnamed : operation_;
+    const std::string& name = operation_.name.empty() ? unnamed : operation_.name;
     const std::string& phase = phase_.empty() ? forward : phase_;
     operation_count made_now;
     made_now.phase = phase;
     made_now.name = name;
+    made_now.kind = operation_.kind;
+    made_now.dims = operation_.dims;
+    made_now.over = operation_.over;
+    made_now.sharded = operation_.sharded;
     operations_.push_back(std::move(made_now));
     last_ = operations_.size() - 1;
     return operations_.back();
@@ -366,7 +461,8 @@ class counters {
   bool timed_ = false;
   clock::time_point mark_{};
   double unattributed_seconds_ = 0;
-  std::string operation_, phase_;
+  operation_descriptor operation_;
+  std::string phase_;
   std::vector<operation_count> operations_;
   std::size_t last_ = 0;
   std::array<std::vector<collective_count>, collective_kinds> by_kind_;

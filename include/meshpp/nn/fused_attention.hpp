@@ -196,8 +196,9 @@ auto fused_attention(const Q& q, const K& k, const V& v, bool causal) {
       grad_enabled() && (requires_grad_of(q) || requires_grad_of(k) || requires_grad_of(v));
 
   const auto name = [] {
-    return "attention " + to_string(QS{}) + " x " + to_string(KS{}) + " x " + to_string(VS{}) +
-           " -> " + to_string(typename OT::shape_type{});
+    return detail::listed_operation(
+        operation_kind::attention, "attention",
+        {dim_names_v<QS>, dim_names_v<KS>, dim_names_v<VS>, dim_names_v<typename OT::shape_type>});
   };
   // the products as einsums would count them: calls of one gemm shape per tile
   const auto count = [](const Mesh& mesh, std::size_t tiles, gemm_shape s) {

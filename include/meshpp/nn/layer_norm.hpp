@@ -92,9 +92,9 @@ void check_layer_norm_parameters(const X& x, const G& gamma, const B& beta) {
 // "layer_norm over <Dim> of [x's dims]": a plan prices it as a softmax over Dim (a split Dim
 // costs two allreduces of the rows, as the mean and variance, or the backward's two means)
 template <class Dim, class X>
-std::string layer_norm_operation() {
-  return "layer_norm over " + std::string(Dim::name()) + " of " +
-         to_string(typename X::shape_type{});
+operation_descriptor layer_norm_operation() {
+  return row_operation(operation_kind::layer_norm, "layer_norm", Dim::name(),
+                       dim_names_v<typename X::shape_type>);
 }
 
 // layer_norm_rows(x, gamma, beta, y, mean, r, rows, n, epsilon): each row of n of x normalised

@@ -112,7 +112,8 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
   const Mesh& mesh = *a.mesh_ptr();
   check_operands<typename plan::shared>("meshpp::einsum", "the inputs", a, b);
   const auto scope = mesh.counters().operation([] {
-    return "einsum " + to_string(SA{}) + " x " + to_string(SB{}) + " -> " + to_string(Out{});
+    return listed_operation(operation_kind::einsum, "einsum",
+                            {dim_names_v<SA>, dim_names_v<SB>, dim_names_v<Out>});
   });
 
   using result_t = tensor<T, Out, typename plan::out_layout, Mesh>;

@@ -103,7 +103,8 @@ auto take_impl(const Table& table, const Ids& ids) {
   using IS = typename plan::ids_shape;
   using Out = typename plan::out;
   const auto scope = ids.mesh().counters().operation([] {
-    return "take " + to_string(TS{}) + " at " + to_string(IS{}) + " -> " + to_string(Out{});
+    return detail::listed_operation(operation_kind::take, "take",
+                                    {dim_names_v<TS>, dim_names_v<IS>, dim_names_v<Out>}, " at ");
   });
   using T = typename Table::value_type;
   using Mesh = typename Table::mesh_type;

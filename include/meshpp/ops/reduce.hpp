@@ -159,8 +159,10 @@ auto reduce(const E& e) {
   using S = typename E::shape_type;
   using Out = typename reduce_output<S, Ts...>::type;
   using reduced = typename reduce_output<S, Ts...>::reduced;
-  const auto scope = e.mesh_ptr()->counters().operation(
-      [] { return "reduce " + to_string(S{}) + " -> " + to_string(Out{}); });
+  const auto scope = e.mesh_ptr()->counters().operation([] {
+    return detail::listed_operation(operation_kind::reduce, "reduce",
+                                    {dim_names_v<S>, dim_names_v<Out>});
+  });
   e.mesh_ptr()->counters().streamed([&] { return e.bytes_read(); });
   auto out = reduce_local<Op, Out>(e);
   using mesh_dims = split_mesh_dims_t<typename E::layout_type, reduced>;

@@ -205,7 +205,8 @@ std::string split_problem(const Mesh& m, const std::array<std::size_t, N>& sizes
 template <class Plan, class To, class Tensor, class Sizes>
 auto reshape_through(const Tensor& t, const Sizes& new_extents) {
   const auto scope = t.mesh().counters().operation([] {
-    return "reshape " + to_string(typename Tensor::shape_type{}) + " -> " + to_string(To{});
+    return detail::listed_operation(operation_kind::reshape, "reshape",
+                                    {dim_names_v<typename Tensor::shape_type>, dim_names_v<To>});
   });
   using middle_t =
       tensor<typename Tensor::value_type, To, typename Plan::after, typename Tensor::mesh_type>;

@@ -186,8 +186,8 @@ auto logsumexp(const E& e) {
   MESHPP_SOFTMAX_CHECK(logsumexp);
   if constexpr (contains_v<typename E::shape_type, Dim>) {
     const auto scope = detail::as_expression(e).mesh_ptr()->counters().operation([] {
-      return "logsumexp over " + std::string(Dim::name()) + " of " +
-             to_string(typename E::shape_type{});
+      return detail::row_operation(operation_kind::logsumexp, "logsumexp", Dim::name(),
+                                   dim_names_v<typename E::shape_type>);
     });
     const auto& x = detail::materialized(e);
     const auto shift = eval(make_function(detail::finite_or_zero{}, reduce_max<Dim>(x)));
@@ -204,8 +204,8 @@ auto softmax(const E& e) {
   MESHPP_SOFTMAX_CHECK(softmax);
   if constexpr (contains_v<typename E::shape_type, Dim>) {
     const auto scope = detail::as_expression(e).mesh_ptr()->counters().operation([] {
-      return "softmax over " + std::string(Dim::name()) + " of " +
-             to_string(typename E::shape_type{});
+      return detail::row_operation(operation_kind::softmax, "softmax", Dim::name(),
+                                   dim_names_v<typename E::shape_type>);
     });
     auto y = eval(e);  // the result's storage: softmax is computed in it
     using Y = decltype(y);
@@ -265,8 +265,10 @@ auto softmax(const E& e, causal<Length>) {
     using X = std::remove_cvref_t<decltype(x)>;
     using M = typename X::mesh_type;
     if constexpr (detail::rowwise_softmax_v<Dim, X>) {
-      const auto scope = x.mesh().counters().operation(
-          [] { return "softmax over " + std::string(Dim::name()) + " of " + to_string(S{}); });
+      const auto scope = x.mesh().counters().operation([] {
+        return detail::row_operation(operation_kind::softmax, "softmax", Dim::name(),
+                                     dim_names_v<S>);
+      });
       X y(x.mesh(), x.sizes(), X::uninitialized);
       y.mesh().counters().streamed(
           [&] { return 2 * y.local().size() * sizeof(typename X::value_type); });

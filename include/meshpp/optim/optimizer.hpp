@@ -386,8 +386,13 @@ class optimizer {
       const update_way way = how_to_update(*s, t);
       const bool shard = way.shard, timed = way.timed;  // (not bindings: a lambda reads shard)
       const auto scope = s->mesh_counters().operation([&] {
-        return "update " + s->name() +
-               std::string(shard ? detail::sharded_update_suffix : std::string_view());
+        return operation_descriptor{
+            "update " + s->name() +
+                std::string(shard ? detail::sharded_update_suffix : std::string_view()),
+            operation_kind::update,
+            {},
+            {},
+            shard};
       });
       s->record_layout();  // the variable's layout first (plan/enumerate.hpp reads it)
       if (timed) s->wait_gradient();

@@ -309,24 +309,11 @@ class layout_enumeration {
     sizes_.push_back(0);
     return static_cast<int>(dims_.size() - 1);
   }
-  // parse_dims("[a, b]") at pos: the dims, pos moved past ']'; false if there is no list
-  bool parse_dims(const std::string& s, std::size_t& pos, tensor_dims& t) {
-    const auto open = s.find('[', pos);
-    const auto close = open == std::string::npos ? open : s.find(']', open);
-    if (close == std::string::npos) return false;
-    const std::string body = s.substr(open + 1, close - open - 1);
-    std::size_t p = 0;
-    while (p < body.size()) {
-      auto comma = body.find(',', p);
-      if (comma == std::string::npos) comma = body.size();
-      std::string name = body.substr(p, comma - p);
-      name.erase(0, name.find_first_not_of(' '));
-      name.erase(name.find_last_not_of(' ') + 1);
-      if (!name.empty()) t.dims.push_back(dim_index(name));
-      p = comma + 1;
-    }
-    pos = close + 1;
-    return true;
+  // dims_of(names): a tensor's dims by their names, each numbered as the model's dims are
+  tensor_dims dims_of(const std::vector<std::string>& names) {
+    tensor_dims t;
+    for (const auto& name : names) t.dims.push_back(dim_index(name));
+    return t;
   }
   // bytes_of(type): the bytes of a value of the type a tensor_layout names (value_type_name:
   // float, double, int, long, else the compiler's typeid name, Itanium-mangled here)
@@ -399,21 +386,22 @@ class layout_enumeration {
       r.flops = o.flops;
       r.made = static_cast<double>(o.bytes_made);
       r.streamed = static_cast<double>(o.bytes_streamed);
+      // what each kind of operation recorded of itself (operation_descriptor, core/counters.hpp):
+      // its operands' and result's dims, the dim it runs along
       const std::string& n = o.name;
-      std::size_t pos = 0;
-      auto starts = [&](std::string_view p) { return n.rfind(p, 0) == 0; };
       auto lists = [&](std::size_t count) {
-        std::vector<tensor_dims> ts(count);
-        for (auto& t : ts)
-          if (!parse_dims(n, pos, t)) return false;
+        if (o.dims.size() != count) return false;
+        std::vector<tensor_dims> ts;
+        for (const auto& names : o.dims) ts.push_back(dims_of(names));
         r.in.assign(ts.begin(), ts.end() - 1);
         r.out = ts.back();
         return true;
       };
-      if (starts("einsum ") && lists(3)) {
+      using op = operation_kind;
+      if (o.kind == op::einsum && lists(3)) {
         r.k = kind::einsum;
         roles(r, o.gemms);
-      } else if (starts("attention ") && lists(4)) {
+      } else if (o.kind == op::attention && lists(4)) {
         // the fused core of attention (nn/fused_attention.hpp): q x k x v -> o, all its dims
         // the three operands'; one gemm of each recorded shape per tile, a head of a sequence:
         // its batch dims are X and heads
@@ -422,26 +410,25 @@ class layout_enumeration {
         r.all = a.with({a.length, a.heads, a.key, a.memory, a.value}).dims;
         r.batch_dims = a.with({a.heads}).dims;
         for (const auto& g : o.gemms) r.gemms.push_back({g, false});
-      } else if (starts("reduce ") && lists(2)) {
+      } else if (o.kind == op::reduce && lists(2)) {
         r.k = kind::reduce;
         r.summed = minus(r.in[0].dims, r.out.dims);
-      } else if (starts("take ") && lists(3)) {
+      } else if (o.kind == op::take && lists(3)) {
         r.k = kind::take;
         r.summed = minus(r.in[0].dims, r.out.dims);
         for (const int d : r.in[1].dims) data_dims_.insert(d);
-      } else if ((starts("softmax over ") || starts("logsumexp over ") ||
-                  starts("layer_norm over ")) &&
+      } else if ((o.kind == op::softmax || o.kind == op::logsumexp || o.kind == op::layer_norm) &&
                  lists(1)) {
-        r.k = kind::softmax;
-        const auto from = n.find("over ") + 5;
-        r.over = dim_index(n.substr(from, n.find(' ', from) - from));
+        // layer_norm priced as a softmax over its dim; logsumexp's reductions are reduce rows
+        // of their own
+        r.k = o.kind == op::logsumexp ? kind::other : kind::softmax;
+        r.over = dim_index(o.over);
         r.in = {r.out};
-        if (starts("logsumexp")) r.k = kind::other;  // its reductions are reduce rows of their own
-      } else if (starts("reshape ") && lists(2)) {
+      } else if (o.kind == op::reshape && lists(2)) {
         r.k = kind::reshape;
-      } else if (starts("update ")) {
+      } else if (o.kind == op::update) {
         r.k = kind::update;
-        r.sharded = n.ends_with(detail::sharded_update_suffix);  // optimizer::step names it so
+        r.sharded = o.sharded;
       }
       for (const auto& l : o.layouts) {
         tensor_dims t;
