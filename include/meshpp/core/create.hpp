@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -30,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "meshpp/core/config.hpp"
 #include "meshpp/core/detail/checked.hpp"
 #include "meshpp/core/detail/row_major.hpp"
 #include "meshpp/core/detail/traverse.hpp"
@@ -243,18 +245,52 @@ requires(!is_tensor_v<D>) auto iota(const Mesh& m, const extents<E...>& sizes) {
 }
 
 namespace detail {
-// random_tensor<Tensor>(mesh, sizes, what, seed, a, b, value): the tensor whose element at
-// global index i is value(i), after the ranks agreed on the seed and the two arguments a and b
-// (name and value each)
-template <class Tensor, class... E, class T, class Value>
+// fill_random(data, global, offsets, extent, seed, normal, a, b): each element of a row-major
+// slice of these extents at these offsets of a tensor of these global sizes set to a + b u,
+// u = uniform_at (normal: a + b n, n = normal_at) of (seed, its global linear index): the one
+// loop of every random maker, compiled once per element type
+template <class T>
+MESHPP_KERNEL void fill_random(T* data, std::span<const std::size_t> global,
+                               std::span<const std::size_t> offsets,
+                               std::span<const std::size_t> extent, std::uint64_t seed, bool normal,
+                               T a, T b) {
+  const std::size_t n = global.size();
+  std::size_t count = 1;
+  for (std::size_t e : extent) count *= e;
+  if (count == 0) return;
+  std::vector<std::size_t> position(n, 0);
+  std::vector<std::uint64_t> stride(n, 1);  // the global row-major strides
+  for (std::size_t i = n; i-- > 1;) stride[i - 1] = stride[i] * global[i];
+  const std::size_t row = n == 0 ? 1 : extent[n - 1];
+  for (std::size_t done = 0; done < count; done += row) {
+    std::uint64_t linear = 0;
+    for (std::size_t i = 0; i < n; ++i) linear += (offsets[i] + position[i]) * stride[i];
+    for (std::size_t j = 0; j < row; ++j) {
+      *data++ = normal ? static_cast<T>(a + b * normal_at<T>(seed, linear + j))
+                       : static_cast<T>(a + b * uniform_at<T>(seed, linear + j));
+    }
+    for (std::size_t i = n > 0 ? n - 1 : 0; i-- > 0;) {  // the next row (none at rank 0)
+      if (++position[i] < extent[i]) break;
+      position[i] = 0;
+    }
+  }
+}
+
+// random_tensor<Tensor>(mesh, sizes, what, seed, a, b, normal): the tensor fill_random makes,
+// after the ranks agreed on the seed and the two arguments a and b (name and value each)
+template <class Tensor, class... E, class T>
 Tensor random_tensor(const typename Tensor::mesh_type& m, const extents<E...>& sizes,
                      const char* what, std::uint64_t seed, std::pair<const char*, T> a,
-                     std::pair<const char*, T> b, Value value) {
+                     std::pair<const char*, T> b, bool normal) {
   agree_on_making<Tensor>(
       m, what, sizes,
       {{"seed", seed}, argument_bits(a.first, a.second), argument_bits(b.first, b.second)});
   Tensor t(m, sizes, Tensor::uninitialized);
-  for_each_element(t, [&](T& x, const auto&, std::uint64_t linear) { x = value(linear); });
+  if (!m.planning()) {
+    const auto extent = t.local_shape();
+    fill_random<T>(t.local().data(), t.global_shape(), t.local_offsets(), extent, seed, normal,
+                   a.second, normal ? b.second : T(b.second - a.second));
+  }
   return t;
 }
 }  // namespace detail
@@ -266,10 +302,8 @@ requires is_tensor_v<Tensor> Tensor random_uniform(const typename Tensor::mesh_t
                                                    const extents<E...>& sizes, std::uint64_t seed,
                                                    typename Tensor::value_type low = 0,
                                                    typename Tensor::value_type high = 1) {
-  using T = typename Tensor::value_type;
-  return detail::random_tensor<Tensor>(
-      m, sizes, "random_uniform", seed, std::pair{"low", low}, std::pair{"high", high},
-      [&](std::uint64_t i) { return low + (high - low) * uniform_at<T>(seed, i); });
+  return detail::random_tensor<Tensor>(m, sizes, "random_uniform", seed, std::pair{"low", low},
+                                       std::pair{"high", high}, false);
 }
 // random_uniform<T, Dims...>(mesh, sizes, seed, low = 0, high = 1)
 template <class T, class... Dims, class Mesh, class... E>
@@ -285,10 +319,8 @@ requires is_tensor_v<Tensor> Tensor random_normal(const typename Tensor::mesh_ty
                                                   const extents<E...>& sizes, std::uint64_t seed,
                                                   typename Tensor::value_type mean = 0,
                                                   typename Tensor::value_type stddev = 1) {
-  using T = typename Tensor::value_type;
-  return detail::random_tensor<Tensor>(
-      m, sizes, "random_normal", seed, std::pair{"mean", mean}, std::pair{"stddev", stddev},
-      [&](std::uint64_t i) { return mean + stddev * normal_at<T>(seed, i); });
+  return detail::random_tensor<Tensor>(m, sizes, "random_normal", seed, std::pair{"mean", mean},
+                                       std::pair{"stddev", stddev}, true);
 }
 // random_normal<T, Dims...>(mesh, sizes, seed, mean = 0, stddev = 1)
 template <class T, class... Dims, class Mesh, class... E>
