@@ -125,6 +125,16 @@ void second_layer(const mesh_t& m, product_by by) {
     user_product(h, w, by == product_by::described);
 }
 
+// batch_and_hidden_on(e, batch_axis, hidden_axis): a layout of e's dims, batch and hidden on
+// those mesh axes (-1: whole), every other dim whole
+std::vector<int> batch_and_hidden_on(const mp::layout_enumeration& e, int batch_axis,
+                                     int hidden_axis) {
+  std::vector<int> a;
+  for (const auto& d : e.dims())
+    a.push_back(d == "batch" ? batch_axis : d == "hidden" ? hidden_axis : -1);
+  return a;
+}
+
 std::string describe(const std::vector<mp::operation_count>& ops, const mp::counters& c) {
   std::string out;
   for (const auto& o : ops) {
@@ -438,10 +448,7 @@ TEST_CASE(
         sizes[static_cast<std::size_t>(std::find(dims.begin(), dims.end(), name) - dims.begin())]);
   }
   auto axis_of = [&](int batch_axis, int hidden_axis) {
-    std::vector<int> a;
-    for (const auto& d : e.dims())
-      a.push_back(d == "batch" ? batch_axis : d == "hidden" ? hidden_axis : -1);
-    return a;
+    return batch_and_hidden_on(e, batch_axis, hidden_axis);
   };
   // the layouts the program instantiated (batch over x, hidden over y) on every shape, uneven
   // ones (3) included: the estimate's flops, gemm calls and collectives are the plan's, exactly
@@ -675,17 +682,11 @@ TEST_CASE(
   CHECK(row(named).dims.empty());
   const mp::layout_enumeration from_einsum(by_einsum, machine), from_described(described, machine),
       from_named(named, machine);
-  auto axis_of = [&](const mp::layout_enumeration& e, int batch_axis, int hidden_axis) {
-    std::vector<int> a;
-    for (const auto& d : e.dims())
-      a.push_back(d == "batch" ? batch_axis : d == "hidden" ? hidden_axis : -1);
-    return a;
-  };
   bool named_differs = false;
   for (const std::array<int, 3> shape : {std::array{1, 2, 1}, {2, 2, 1}, {1, 4, 1}, {3, 1, 1}}) {
     const std::vector<mp::mesh_axis> mesh{{"x", shape[0]}, {"y", shape[1]}, {"rest", shape[2]}};
-    const auto a = from_einsum.estimate(mesh, axis_of(from_einsum, 0, 1));
-    const auto b = from_described.estimate(mesh, axis_of(from_described, 0, 1));
+    const auto a = from_einsum.estimate(mesh, batch_and_hidden_on(from_einsum, 0, 1));
+    const auto b = from_described.estimate(mesh, batch_and_hidden_on(from_described, 0, 1));
     INFO("mesh " << shape[0] << " x " << shape[1] << " x " << shape[2]);
     CHECK(b.flops == a.flops);
     CHECK(b.collectives.allreduce == a.collectives.allreduce);
@@ -698,7 +699,7 @@ TEST_CASE(
     CHECK(b.flops == exact.flops());
     CHECK(b.collectives.allreduce == exact.total(mp::collective::allreduce));
     // a user's operation that only names itself is priced as what it counted, unscaled
-    const auto c = from_named.estimate(mesh, axis_of(from_named, 0, 1));
+    const auto c = from_named.estimate(mesh, batch_and_hidden_on(from_named, 0, 1));
     named_differs = named_differs || c.flops != a.flops;
   }
   CHECK(named_differs);
