@@ -703,4 +703,35 @@ TEST_CASE(
     named_differs = named_differs || c.flops != a.flops;
   }
   CHECK(named_differs);
+  // a descriptor with fewer dim lists than its kind takes, or a row dim its operand lacks, is
+  // an error naming the operation, not a row priced wrong
+  auto described_as = [&](mp::operation_kind kind, std::vector<std::vector<std::string>> dims,
+                          std::string over) {
+    return mp::make_plan<mesh_t>({1, 1, 1}, [&](const mesh_t& m) {
+      const auto scope = m.counters().operation([&] {
+        auto d = mp::named_operation("user step");
+        d.kind = kind;
+        d.dims = dims;
+        d.over = over;
+        return d;
+      });
+      (void)mp::zeros<float, batch, classes>(m, mp::extents{batch{} = 8, classes{} = 5});
+    });
+  };
+  CHECK_THROWS_WITH_AS(
+      mp::layout_enumeration(
+          described_as(mp::operation_kind::einsum, {{"batch", "hidden"}, {"batch", "hidden"}}, ""),
+          machine),
+      "meshpp::layout_enumeration: operation 'user step' (forward) gives 2 lists of dims; its "
+      "kind takes 3 (operation_descriptor::dims: its operands', then its result's)",
+      mp::error);
+  CHECK_THROWS_WITH_AS(
+      mp::layout_enumeration(
+          described_as(mp::operation_kind::softmax, {{"batch", "classes"}}, "hidden"), machine),
+      "meshpp::layout_enumeration: operation 'user step' (forward) runs along 'hidden', which is "
+      "not a dim of its operand",
+      mp::error);
+  // its twin, well described, is read
+  CHECK_NOTHROW(mp::layout_enumeration(
+      described_as(mp::operation_kind::softmax, {{"batch", "classes"}}, "classes"), machine));
 }

@@ -460,8 +460,10 @@ void alltoall_blocks_where(const mesh_base& m, unsigned mask,
                            std::span<const std::size_t> send_counts, SendBlock&& send_block,
                            std::span<const std::size_t> recv_counts, RecvBlock&& recv_block) {
   const std::size_t me = static_cast<std::size_t>(m.group_rank(mask));
-  check_block_counts("meshpp::alltoall", recv_counts, static_cast<std::size_t>(m.group_size(mask)));
-  if (me < send_counts.size() && send_counts[me] != recv_counts[me]) {
+  const auto p = static_cast<std::size_t>(m.group_size(mask));
+  check_block_counts("meshpp::alltoall", send_counts, p);
+  check_block_counts("meshpp::alltoall", recv_counts, p);
+  if (send_counts[me] != recv_counts[me]) {
     throw error("meshpp::alltoall: this member's own block is " + std::to_string(send_counts[me]) +
                 " values sent and " + std::to_string(recv_counts[me]) + " received");
   }

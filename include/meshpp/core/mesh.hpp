@@ -237,7 +237,15 @@ class mesh_base {
 
   friend bool operator==(const mesh_base& a, const mesh_base& b) { return a.state_ == b.state_; }
 
+  mesh_base(const mesh_base&) = default;
+  mesh_base(mesh_base&&) = default;
+
  protected:
+  // assigned only as part of a mesh of one type: a mesh_base assigned from a mesh of another
+  // type would hold another type's state
+  mesh_base& operator=(const mesh_base&) = default;
+  mesh_base& operator=(mesh_base&&) = default;
+
   mesh_base(std::shared_ptr<const detail::mesh_state> s, bool planned)
       : state_(std::move(s)),
         counters_(std::make_shared<meshpp::counters>(

@@ -127,7 +127,6 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
   const auto& ra = summed_out<typename plan::a_only>(a);
   const auto& rb = summed_out<typename plan::b_only>(b);
   using batch = typename plan::batch;
-  static_assert(Out::rank <= max_copy_rank, "meshpp::einsum<Out>(a, b): at most 16 output dims");
   auto ga = prepare_batched<batch, typename plan::m, typename plan::contract, L, T>(ra, mesh);
   auto gb = prepare_batched<batch, typename plan::contract, typename plan::n, L, T>(rb, mesh);
 
@@ -195,6 +194,9 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
     scratch<T> c_buffer;  // overwritten whole by gemm
     T* c = out.local().data();
     if constexpr (out_copied) {
+      static_assert(Out::rank <= max_copy_rank,
+                    "meshpp::einsum<Out>(a, b): an output of more than 32 dims that is not in "
+                    "the product's order (a copy of it would take more)");
       c_buffer.resize(sz.nb * sz.m * sz.n);
       c = c_buffer.data();
       matrix_strides<typename plan::c_order, batch, typename plan::m, typename plan::n>(

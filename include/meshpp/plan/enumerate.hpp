@@ -309,6 +309,28 @@ class layout_enumeration {
     sizes_.push_back(0);
     return static_cast<int>(dims_.size() - 1);
   }
+  // check_descriptor(o): o's kind has the dim lists it takes (a row-wise kind, its `over` among
+  // its operand's dims), else an error naming the operation: a user's descriptor is read as it
+  // says, and one that says too little would be priced wrong without a word
+  static void check_descriptor(const operation_count& o) {
+    using op = operation_kind;
+    const bool rows = o.kind == op::softmax || o.kind == op::logsumexp || o.kind == op::layer_norm;
+    const std::size_t takes = o.kind == op::einsum || o.kind == op::take      ? 3
+                              : o.kind == op::attention                       ? 4
+                              : o.kind == op::reduce || o.kind == op::reshape ? 2
+                              : rows                                          ? 1
+                                                                              : 0;
+    if (takes != 0 && o.dims.size() != takes) {
+      throw error("meshpp::layout_enumeration: operation '" + o.name + "' (" + o.phase +
+                  ") gives " + std::to_string(o.dims.size()) + " lists of dims; its kind takes " +
+                  std::to_string(takes) +
+                  " (operation_descriptor::dims: its operands', then its result's)");
+    }
+    if (rows && std::find(o.dims[0].begin(), o.dims[0].end(), o.over) == o.dims[0].end()) {
+      throw error("meshpp::layout_enumeration: operation '" + o.name + "' (" + o.phase +
+                  ") runs along '" + o.over + "', which is not a dim of its operand");
+    }
+  }
   // dims_of(names): a tensor's dims by their names, each numbered as the model's dims are
   tensor_dims dims_of(const std::vector<std::string>& names) {
     tensor_dims t;
@@ -398,6 +420,7 @@ class layout_enumeration {
         return true;
       };
       using op = operation_kind;
+      check_descriptor(o);
       if (o.kind == op::einsum && lists(3)) {
         r.k = kind::einsum;
         roles(r, o.gemms);

@@ -12,11 +12,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <utility>
 
 #include "meshpp/core/blocks.hpp"
 #include "meshpp/core/config.hpp"
+#include "meshpp/core/error.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/mesh.hpp"
 #include "meshpp/core/shape.hpp"
@@ -70,7 +72,7 @@ inline constexpr bool strided_fit_v = [] {
 }();
 
 // the most batch dims an einsum takes (dims in both inputs and the output)
-inline constexpr std::size_t max_batch_dims = 8;
+inline constexpr std::size_t max_batch_dims = 16;
 
 /// An operand (or the output) as a batch of matrices: gemm_operand's data and orientation, the
 /// distance between the rows of each matrix (ld) and each batch dim's stride, in elements. One
@@ -95,7 +97,7 @@ struct einsum_sizes {
 // batch strides, for row-major data of dims Sh with the given extents (an empty Outer: one row)
 template <class Sh, class Batch, class Outer, class Inner, class T, class E>
 void matrix_strides(batched_operand<T>& op, const E& extent) {
-  static_assert(Batch::rank <= max_batch_dims, "meshpp::einsum: at most 8 batch dims");
+  static_assert(Batch::rank <= max_batch_dims, "meshpp::einsum: at most 16 batch dims");
   const auto st = row_major_strides<Sh::rank>(extent);
   if constexpr (Outer::rank > 0) {
     op.ld = static_cast<std::size_t>(st[index_of_v<Sh, dim_at_t<Outer, Outer::rank - 1>>]);
@@ -201,11 +203,15 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
 // copy_permuted(src, from_extent, from_of, dst): dst (row-major, its dim i being src's dim
 // from_of[i]) = src (row-major over from_extent): a transposing copy of any rank up to
 // max_copy_rank (the dims padded in front with ones), compiled once per element type
-inline constexpr std::size_t max_copy_rank = 16;
+inline constexpr std::size_t max_copy_rank = 32;
 template <class T>
 MESHPP_KERNEL void copy_permuted(const T* src, std::span<const std::size_t> from_extent,
                                  std::span<const std::size_t> from_of, T* dst) {
   constexpr std::size_t n = max_copy_rank;
+  if (from_of.size() > n) {
+    throw error("meshpp: internal error: a transposing copy of " + std::to_string(from_of.size()) +
+                " dims (at most " + std::to_string(n) + ")");
+  }
   const std::size_t r = from_of.size(), pad = n - r;
   std::array<std::ptrdiff_t, n> from_strides{};
   std::ptrdiff_t at = 1;
