@@ -132,18 +132,6 @@ std::optional<call_site> begin_collective(const mesh_base& m, unsigned mask, col
   return s;
 }
 
-// group_of<Mesh, Ms...>: the mask of mesh dims Ms of Mesh, and their communicator
-template <class Mesh, class... Ms>
-struct group_of {
-  static constexpr unsigned mask = Mesh::template mask_v<Ms...>;
-  static const boost::mpi::communicator& comm(const Mesh& m) {
-    return m.template communicator<Ms...>();
-  }
-  template <class T>
-  static call_site site(const char* operation, std::size_t n) {
-    return {operation, mask, mesh_names<Mesh>, type_name<T>(), n};
-  }
-};
 template <class T>
 std::uint64_t bytes(std::size_t n) {
   return static_cast<std::uint64_t>(n) * sizeof(T);
