@@ -139,6 +139,27 @@ enum class operation_kind : std::uint8_t {
   update,      // an optimizer's update of one variable; `sharded`: of its stripe alone
 };
 
+/// How an einsum made its product and output (ops/einsum.hpp says when each applies); none for
+/// an operation that is no einsum.
+enum class einsum_strategy : std::uint8_t {
+  none,
+  ring_reduce_scatter,  // one gemm per block, summed around the ring into the scattered output
+  ring_allreduce,       // the same ring, then an allgather: the product fused with its allreduce
+  in_place,             // gemm writes the output as it lies ([batch, M, N])
+  transposed,           // gemm writes it as C^T = B^T A^T ([batch, N, M])
+  strided,              // in place, rows a leading dimension apart, each batch dim its stride
+  strided_transposed,   // the same, transposed
+  copied,               // gemm into a buffer in [batch, M, N], then one transposing copy
+};
+
+/// strategy_name(s): "ring_reduce_scatter", ..., "copied"; "" for none
+constexpr std::string_view strategy_name(einsum_strategy s) {
+  constexpr std::array<std::string_view, 8> names{
+      "",        "ring_reduce_scatter", "ring_allreduce", "in_place", "transposed",
+      "strided", "strided_transposed",  "copied"};
+  return names[static_cast<std::size_t>(s)];
+}
+
 /// @brief An operation as it records itself in the counters: the row's name, and the fields
 /// plans read (its kind, its operands' and result's dims, the dim it runs along). The
 /// library's operations describe themselves so (detail::listed_operation, row_operation); a
@@ -204,6 +225,7 @@ struct operation_count {
   std::string over;
   bool sharded = false;
   std::uint64_t runs = 0;
+  einsum_strategy strategy = einsum_strategy::none;  // an einsum's, as its last run chose
   struct entry {
     collective kind;
     unsigned mask;  // the mesh dims, as a bit set
@@ -222,7 +244,7 @@ struct operation_count {
   double seconds = 0;                  // wall time inside it on this rank, when timed
   // equal counts: phase, name, runs, collectives, flops, bytes and layouts (not seconds)
   friend bool operator==(const operation_count& a, const operation_count& b) {
-    return a.phase == b.phase && a.name == b.name && a.runs == b.runs &&
+    return a.phase == b.phase && a.name == b.name && a.runs == b.runs && a.strategy == b.strategy &&
            a.collectives == b.collectives && a.flops == b.flops && a.gemms == b.gemms &&
            a.bytes_made == b.bytes_made && a.bytes_streamed == b.bytes_streamed &&
            a.layouts == b.layouts;
@@ -323,20 +345,23 @@ class counters {
     for (auto& per_mask : by_kind_) per_mask.assign(std::size_t{1} << mesh_dim_names_.size(), {});
   }
 
+  // record(c, mask, values, bytes_sent): one call of collective c over the mesh dims in mask,
+  // of `values` values of this rank, sending bytes_sent
   void record(collective c, unsigned mask, std::uint64_t values, std::uint64_t bytes_sent) {
     auto& k = by_kind_[static_cast<std::size_t>(c)][mask];
     ++k.calls;
     k.values += values;
     k.bytes_sent += bytes_sent;
     if (by_operation_) {
-      auto& list = current().collectives;
-      auto it = std::find_if(list.begin(), list.end(),
-                             [&](const auto& e) { return e.kind == c && e.mask == mask; });
-      if (it == list.end()) it = list.insert(list.end(), {c, mask, {}});
-      ++it->count.calls;
-      it->count.values += values;
-      it->count.bytes_sent += bytes_sent;
+      auto& e = entry_of(c, mask);
+      ++e.count.calls;
+      e.count.values += values;
+      e.count.bytes_sent += bytes_sent;
     }
+  }
+  // strategy(s): the einsum open now made its product by strategy s (ops/einsum.hpp)
+  void strategy(einsum_strategy s) {
+    if (by_operation_) current().strategy = s;
   }
   // record_einsum(flops, shape, calls): an einsum's local products, `calls` gemms of `shape`
   // making `flops` (2 m n k each)
@@ -411,6 +436,15 @@ class counters {
 
  private:
   using clock = std::chrono::steady_clock;
+
+  // entry_of(c, mask): the current row's entry of collective c over mask, made if new
+  operation_count::entry& entry_of(collective c, unsigned mask) {
+    auto& list = current().collectives;
+    auto it = std::find_if(list.begin(), list.end(),
+                           [&](const auto& e) { return e.kind == c && e.mask == mask; });
+    if (it == list.end()) it = list.insert(list.end(), {c, mask, {}});
+    return *it;
+  }
 
   // find_current(): the row of the operation and phase open now, or null if it has none yet
   operation_count* find_current() {

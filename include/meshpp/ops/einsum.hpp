@@ -94,6 +94,130 @@ decltype(auto) summed_out(const X& x) {
     return (x);
 }
 
+// --- einsum's strategies ------------------------------------------------------------------
+// Each run of an einsum takes one einsum_strategy (core/counters.hpp), the first of these that
+// applies, and records it in its operation's row:
+//   ring_reduce_scatter  einsum<Out, OutRules> whose one scattered output dim leads M or N and
+//                        splits evenly: one gemm per block, summed around the ring
+//   ring_allreduce       einsum<Out> with summed mesh dims, no batch dims, the output in gemm
+//                        order and its outer dim divided by the group: the same ring, then an
+//                        allgather (not when the caller defers the sum)
+//   in_place, transposed, strided, strided_transposed, copied: the output's form, fixed by the
+//                        types (output_form_v): gemm writes it as it lies, as C^T = B^T A^T,
+//                        with rows ld apart (or so transposed), or into a buffer then copied
+// then the sums across ranks the layouts imply: an allreduce (or, with OutRules, a
+// reduce_scatter or allreduce and slice) over the summed mesh dims.
+
+// output_form_v<Plan, Out>: how gemm writes einsum<Out>'s output when no ring applies
+template <class Plan, class Out>
+inline constexpr einsum_strategy output_form_v = [] {
+  using batch = typename Plan::batch;
+  if constexpr (std::is_same_v<Out, typename Plan::c_order>)
+    return einsum_strategy::in_place;
+  else if constexpr (std::is_same_v<Out, typename Plan::c_order_t>)
+    return einsum_strategy::transposed;
+  else if constexpr (strided_fit_v<Out, batch, typename Plan::m, typename Plan::n>)
+    return einsum_strategy::strided;
+  else if constexpr (strided_fit_v<Out, batch, typename Plan::n, typename Plan::m>)
+    return einsum_strategy::strided_transposed;
+  else
+    return einsum_strategy::copied;
+}();
+
+// ring_allreduce_fits_v<Plan, Out, OutRules, Mesh>: the product may fuse with its allreduce
+template <class Plan, class Out, class OutRules, class Mesh>
+inline constexpr bool ring_allreduce_fits_v =
+    std::is_void_v<OutRules>&& Plan::batch::rank == 0 &&
+    (output_form_v<Plan, Out> == einsum_strategy::in_place ||
+     output_form_v<Plan, Out> == einsum_strategy::transposed) &&
+    mesh_mask_v<Mesh, typename Plan::summed_mesh_dims> != 0;
+
+// choose_strategy<Plan, Out, OutRules>(mesh, out_sizes, sz, deferred): the strategy of this
+// run, the same on every rank (from global sizes and group sizes only)
+template <class Plan, class Out, class OutRules, class Mesh, class Sizes>
+einsum_strategy choose_strategy(const Mesh& mesh, const Sizes& out_sizes, const einsum_sizes& sz,
+                                bool deferred) {
+  if constexpr (fused_with_reduce_scatter<Plan, Out, OutRules>()) {
+    using sp = scatter_plan<Out, typename Plan::out_layout, layout_for_t<OutRules, Out>,
+                            typename Plan::summed_mesh_dims>;
+    using ring = ring_plan<Plan, sp, Out>;
+    if (out_sizes.template get<typename ring::dim>() %
+            static_cast<std::size_t>(mesh.template size<typename ring::mesh_dim>()) ==
+        0)
+      return einsum_strategy::ring_reduce_scatter;
+  }
+  if constexpr (ring_allreduce_fits_v<Plan, Out, OutRules, Mesh>) {
+    constexpr unsigned summed = mesh_mask_v<Mesh, typename Plan::summed_mesh_dims>;
+    const auto p = static_cast<std::size_t>(mesh.group_size(summed));
+    const bool transposed = output_form_v<Plan, Out> == einsum_strategy::transposed;
+    if (!deferred && (transposed ? sz.n : sz.m) % p == 0) return einsum_strategy::ring_allreduce;
+  }
+  return output_form_v<Plan, Out>;
+}
+
+// product_ring_reduce_scatter<Plan, Out, OutRules, T>(...): the product fused with its
+// reduce_scatter, laid out as OutRules asks
+template <class Plan, class Out, class OutRules, class T, class Mesh, class Sizes>
+auto product_ring_reduce_scatter(const Mesh& mesh, const Sizes& out_sizes,
+                                 const batched_operand<T>& ga, const batched_operand<T>& gb,
+                                 const einsum_sizes& sz) {
+  using requested = layout_for_t<OutRules, Out>;
+  using sp =
+      scatter_plan<Out, typename Plan::out_layout, requested, typename Plan::summed_mesh_dims>;
+  using ring = ring_plan<Plan, sp, Out>;
+  using Y = tensor<T, Out,
+                   layout_for_t<layout_merge_t<typename Plan::out_layout, typename sp::rules>, Out>,
+                   Mesh>;
+  Y y(mesh, out_sizes, Y::uninitialized);
+  ring_product<T>(mesh, Mesh::template mask_v<typename ring::mesh_dim>, true, ring::along_m,
+                  ring::out_is_ct, ga, gb, sz.m, sz.n, sz.k,
+                  std::span<T>(y.local().data(), y.local().size()));
+  return laid_out<requested>(std::move(y));
+}
+
+// product_ring_allreduce<Plan, Out>(...): the product fused with its allreduce into out
+template <class Plan, class Out, class T, class Mesh>
+void product_ring_allreduce(const Mesh& mesh, const batched_operand<T>& ga,
+                            const batched_operand<T>& gb, const einsum_sizes& sz,
+                            std::span<T> out) {
+  constexpr bool transposed = output_form_v<Plan, Out> == einsum_strategy::transposed;
+  ring_product<T>(mesh, mesh_mask_v<Mesh, typename Plan::summed_mesh_dims>, false, !transposed,
+                  transposed, ga, gb, sz.m, sz.n, sz.k, out);
+}
+
+// product_into<Plan, Out, Form>(...): the gemms, writing out in the form Form (in place,
+// transposed, strided, strided_transposed) or, copied, into a buffer in [batch, M, N], then one
+// transposing copy into out
+template <class Plan, class Out, einsum_strategy Form, class T, class Mesh, class Frame,
+          class Result>
+void product_into(const Mesh& mesh, const batched_operand<T>& ga, const batched_operand<T>& gb,
+                  const einsum_sizes& sz, const Frame& fr_c, Result& out) {
+  using batch = typename Plan::batch;
+  using m = typename Plan::m;
+  using n = typename Plan::n;
+  batched_operand<T> gc;
+  T* c = out.local().data();
+  if constexpr (Form == einsum_strategy::copied) {
+    static_assert(Out::rank <= max_copy_rank,
+                  "meshpp::einsum<Out>(a, b): an output of more than 32 dims that is not in "
+                  "the product's order (a copy of it would take more)");
+    scratch<T> c_buffer;  // overwritten whole by gemm
+    c_buffer.resize(sz.nb * sz.m * sz.n);
+    matrix_strides<typename Plan::c_order, batch, m, n>(gc, fr_c.extent);
+    einsum_gemms<T>(mesh, sz, ga, gb, c_buffer.data(), gc, false);
+    mesh.counters().streamed([&] { return 2 * sz.nb * sz.m * sz.n * sizeof(T); });  // r + w
+    if (!mesh.planning())
+      copy_permuted<T>(c_buffer.data(), fr_c.extent, permutation_v<typename Plan::c_order, Out>, c);
+  } else if constexpr (Form == einsum_strategy::transposed ||
+                       Form == einsum_strategy::strided_transposed) {
+    matrix_strides<Out, batch, n, m>(gc, out.local_shape());
+    einsum_gemms<T>(mesh, sz, ga, gb, c, gc, true);
+  } else {
+    matrix_strides<Out, batch, m, n>(gc, out.local_shape());
+    einsum_gemms<T>(mesh, sz, ga, gb, c, gc, false);
+  }
+}
+
 // einsum2<Out, OutRules>(a, b): the work of einsum<Out>(a, b) (OutRules void) or
 // einsum<Out, OutRules>(a, b), once the checks there have passed. With `deferred` (OutRules
 // void only), the final allreduce is left to the caller: the result holds partial sums over
@@ -143,88 +267,33 @@ auto einsum2(const A& a_in, const B& b_in, unsigned* deferred = nullptr) {
   }
   constexpr unsigned summed_mask = mesh_mask_v<Mesh, typename plan::summed_mesh_dims>;
 
+  const einsum_strategy strategy =
+      choose_strategy<plan, Out, OutRules>(mesh, out_sizes, sz, deferred != nullptr);
+  mesh.counters().strategy(strategy);
   if constexpr (fused_with_reduce_scatter<plan, Out, OutRules>()) {
-    // the product fused with its reduce_scatter: one gemm per block, summed around the ring,
-    // when the scattered dim splits evenly (its global size: the same choice on every rank);
-    // otherwise the product, then a reduce_scatter of blocks of their own sizes (below)
-    using requested = layout_for_t<OutRules, Out>;
-    using sp =
-        scatter_plan<Out, typename plan::out_layout, requested, typename plan::summed_mesh_dims>;
-    using Y =
-        tensor<T, Out,
-               layout_for_t<layout_merge_t<typename plan::out_layout, typename sp::rules>, Out>,
-               Mesh>;
-    using ring = ring_plan<plan, sp, Out>;
-    if (out_sizes.template get<typename ring::dim>() %
-            static_cast<std::size_t>(mesh.template size<typename ring::mesh_dim>()) ==
-        0) {
-      Y y(mesh, out_sizes, Y::uninitialized);
-      ring_product<T>(mesh, Mesh::template mask_v<typename ring::mesh_dim>, true, ring::along_m,
-                      ring::out_is_ct, ga, gb, sz.m, sz.n, sz.k,
-                      std::span<T>(y.local().data(), y.local().size()));
-      return laid_out<requested>(std::move(y));
+    if (strategy == einsum_strategy::ring_reduce_scatter)
+      return product_ring_reduce_scatter<plan, Out, OutRules, T>(mesh, out_sizes, ga, gb, sz);
+  }
+  result_t out(mesh, out_sizes, result_t::uninitialized);
+  const std::span<T> out_span(out.local().data(), out.local().size());
+  if constexpr (ring_allreduce_fits_v<plan, Out, OutRules, Mesh>) {
+    if (strategy == einsum_strategy::ring_allreduce) {
+      product_ring_allreduce<plan, Out, T>(mesh, ga, gb, sz, out_span);
+      return out;
     }
   }
-  {
-    result_t out(mesh, out_sizes, result_t::uninitialized);
-    const std::span<T> out_span(out.local().data(), out.local().size());
-    constexpr bool out_is_c = std::is_same_v<Out, typename plan::c_order>;
-    constexpr bool out_is_ct = !out_is_c && std::is_same_v<Out, typename plan::c_order_t>;
-    if constexpr (std::is_void_v<OutRules> && batch::rank == 0 && (out_is_c || out_is_ct) &&
-                  summed_mask != 0) {
-      // the product fused with its allreduce: blocks of the output's outer dim summed around
-      // the ring, then allgathered, when they divide evenly (the same on every rank)
-      const auto p = static_cast<std::size_t>(mesh.group_size(summed_mask));
-      if (!deferred && (out_is_ct ? sz.n : sz.m) % p == 0) {
-        ring_product<T>(mesh, summed_mask, false, !out_is_ct, out_is_ct, ga, gb, sz.m, sz.n, sz.k,
-                        out_span);
-        return out;
-      }
-    }
-    // the output written in place: as [batch, M, N] (or strided so: rows ld apart, each batch
-    // dim its own stride) or transposed, computed as C^T = B^T A^T; else into a buffer in
-    // [batch, M, N], then one transposing copy
-    constexpr bool out_strided =
-        !out_is_c && !out_is_ct && strided_fit_v<Out, batch, typename plan::m, typename plan::n>;
-    constexpr bool out_strided_t = !out_is_c && !out_is_ct && !out_strided &&
-                                   strided_fit_v<Out, batch, typename plan::n, typename plan::m>;
-    constexpr bool out_transposed = out_is_ct || out_strided_t;
-    constexpr bool out_copied = !out_is_c && !out_is_ct && !out_strided && !out_strided_t;
-    batched_operand<T> gc;
-    scratch<T> c_buffer;  // overwritten whole by gemm
-    T* c = out.local().data();
-    if constexpr (out_copied) {
-      static_assert(Out::rank <= max_copy_rank,
-                    "meshpp::einsum<Out>(a, b): an output of more than 32 dims that is not in "
-                    "the product's order (a copy of it would take more)");
-      c_buffer.resize(sz.nb * sz.m * sz.n);
-      c = c_buffer.data();
-      matrix_strides<typename plan::c_order, batch, typename plan::m, typename plan::n>(
-          gc, fr_c.extent);
-    } else if constexpr (out_transposed) {
-      matrix_strides<Out, batch, typename plan::n, typename plan::m>(gc, out.local_shape());
-    } else {
-      matrix_strides<Out, batch, typename plan::m, typename plan::n>(gc, out.local_shape());
-    }
-    einsum_gemms<T>(mesh, sz, ga, gb, c, gc, out_transposed);
-    if constexpr (out_copied) {
-      mesh.counters().streamed([&] { return 2 * sz.nb * sz.m * sz.n * sizeof(T); });  // r + w
-      if (!mesh.planning())
-        copy_permuted<T>(c, fr_c.extent, permutation_v<typename plan::c_order, Out>,
-                         out.local().data());
-    }
-
-    if constexpr (std::is_void_v<OutRules>) {
-      if (deferred) {
-        *deferred = summed_mask;
-        return out;
-      }
-      allreduce_sum(mesh, summed_mask, out_span);
+  product_into<plan, Out, output_form_v<plan, Out>, T>(mesh, ga, gb, sz, fr_c, out);
+  // the sums across ranks
+  if constexpr (std::is_void_v<OutRules>) {
+    if (deferred) {
+      *deferred = summed_mask;
       return out;
-    } else {
-      return sums_laid_out<layout_for_t<OutRules, Out>, typename plan::summed_mesh_dims>(
-          std::move(out));
     }
+    allreduce_sum(mesh, summed_mask, out_span);
+    return out;
+  } else {
+    return sums_laid_out<layout_for_t<OutRules, Out>, typename plan::summed_mesh_dims>(
+        std::move(out));
   }
 }
 
