@@ -6,7 +6,7 @@
 #      (int) or int(. Counts go through detail::as_count, other ints through detail::as_int
 #      (core/detail/large_counts.hpp), which check the range.
 #   2. One checked path: outside the headers of the checked path itself (`checked_path` below:
-#      core/detail/checked.hpp and the three it includes), every statement that calls an MPI routine
+#      core/checked.hpp and the three it includes), every statement that calls an MPI routine
 #      that communicates or can fail on bad arguments (the list in `communicating` below)
 #      is a checked(...) call.
 #   3. No Boost.MPI collective or point-to-point call in include/ (boost::mpi::all_reduce,
@@ -28,7 +28,7 @@ set(communicating
   "|Type_commit|Type_get_extent")
 string(JOIN "" communicating ${communicating})
 set(checked_path
-  include/meshpp/core/detail/checked.hpp include/meshpp/core/detail/checked_call.hpp
+  include/meshpp/core/checked.hpp include/meshpp/core/detail/checked_call.hpp
   include/meshpp/core/detail/large_counts.hpp include/meshpp/core/detail/collective_agreement.hpp)
 
 file(GLOB_RECURSE headers "${ROOT}/include/*.hpp")

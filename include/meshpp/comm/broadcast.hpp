@@ -17,9 +17,9 @@
 
 #include "meshpp/comm/detail/collective.hpp"
 #include "meshpp/comm/over.hpp"
+#include "meshpp/core/checked.hpp"
 #include "meshpp/core/config.hpp"
 #include "meshpp/core/counters.hpp"
-#include "meshpp/core/detail/checked.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/mesh.hpp"
 

@@ -22,7 +22,7 @@
 // call is recorded in the mesh's counters, even over mesh dims of size 1 (the values are part
 // of the operation's semantics, as in the paper's Table 1); an allreduce over no mesh dims at
 // all is no collective and is neither run nor counted. Every MPI call goes through
-// core/detail/checked.hpp: its return code checked (an error names the rank, the call, the
+// core/checked.hpp: its return code checked (an error names the rank, the call, the
 // operation, its mesh dims, type and count), counts of any size (split into calls of at most
 // INT_MAX values, or strided derived datatypes), and, with MESHPP_CHECK_COLLECTIVES=1, the
 // group's agreement on the call before any data moves. Buffers are passed to MPI as they are:
@@ -61,9 +61,9 @@
 #include "meshpp/comm/over.hpp"
 #include "meshpp/comm/reduce_scatter.hpp"
 #include "meshpp/core/blocks.hpp"
+#include "meshpp/core/checked.hpp"
 #include "meshpp/core/config.hpp"
 #include "meshpp/core/counters.hpp"
-#include "meshpp/core/detail/checked.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/lanes.hpp"
 #include "meshpp/core/mesh.hpp"

@@ -32,7 +32,7 @@
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/comm/detail/ring_schedule.hpp"
 #include "meshpp/core/blocks.hpp"
-#include "meshpp/core/detail/checked.hpp"
+#include "meshpp/core/checked.hpp"
 #include "meshpp/core/error.hpp"
 
 namespace meshpp {

@@ -93,7 +93,7 @@
 #include <boost/mpi/communicator.hpp>
 
 #include "meshpp/autodiff/traced.hpp"
-#include "meshpp/core/detail/checked.hpp"
+#include "meshpp/core/checked.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/mesh.hpp"
 #include "meshpp/core/state.hpp"

@@ -11,7 +11,7 @@
 #include <mpi.h>
 #include <boost/mpi/communicator.hpp>
 
-#include "meshpp/core/detail/checked.hpp"
+#include "meshpp/core/checked.hpp"
 
 namespace meshpp::detail {
 

@@ -4,7 +4,7 @@
 //
 // Each call is recorded in the mesh's counters, even over mesh dims of size 1 (the values are
 // part of the operation's semantics, as in the paper's Table 1). Every MPI call goes through
-// core/detail/checked.hpp: its return code checked, counts of any size, and, with
+// core/checked.hpp: its return code checked, counts of any size, and, with
 // MESHPP_CHECK_COLLECTIVES=1, the group's agreement on the call before any data moves.
 #pragma once
 
@@ -19,8 +19,8 @@
 
 #include <mpi.h>
 
+#include "meshpp/core/checked.hpp"
 #include "meshpp/core/counters.hpp"
-#include "meshpp/core/detail/checked.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/mesh.hpp"
 
@@ -63,7 +63,7 @@ std::uint64_t bytes(std::size_t n) {
 }
 
 // allreduce_in_place(comm, data, n, op, site): MPI_Allreduce of n T in place, in calls of at
-// most mpi_count_limit values (core/detail/checked.hpp)
+// most mpi_count_limit values (core/checked.hpp)
 template <class T>
 void allreduce_in_place(MPI_Comm comm, T* data, std::size_t n, MPI_Op op, const call_site& site) {
   allreduce_in_place(comm, static_cast<void*>(data), n, mpi_type<T>(), sizeof(T), op, site);

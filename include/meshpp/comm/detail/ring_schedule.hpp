@@ -18,7 +18,7 @@
 
 #include "meshpp/comm/over.hpp"
 #include "meshpp/core/blocks.hpp"
-#include "meshpp/core/detail/checked.hpp"
+#include "meshpp/core/checked.hpp"
 #include "meshpp/core/lanes.hpp"
 
 namespace meshpp::detail {

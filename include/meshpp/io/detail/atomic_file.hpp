@@ -23,7 +23,7 @@
 #include <mpi.h>
 #include <boost/mpi/communicator.hpp>
 
-#include "meshpp/core/detail/checked.hpp"
+#include "meshpp/core/checked.hpp"
 #include "meshpp/core/error.hpp"
 
 namespace meshpp::detail {

@@ -26,7 +26,7 @@
 
 #include <boost/mpi/communicator.hpp>
 
-#include "meshpp/core/detail/checked.hpp"
+#include "meshpp/core/checked.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/state.hpp"
 #include "meshpp/io/detail/hdf5.hpp"

@@ -27,7 +27,7 @@
 
 #include <boost/mpi/communicator.hpp>
 
-#include "meshpp/core/detail/checked.hpp"
+#include "meshpp/core/checked.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/state.hpp"
 
