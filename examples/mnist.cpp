@@ -43,12 +43,18 @@
 #include "mnist.hpp"
 
 #include "arguments.hpp"
-#include "layout_choice.hpp"
+
+#include <meshpp/plan/choice.hpp>
+#include <meshpp/plan/search.hpp>
 
 #include <array>
 #include <string>
 
 namespace {
+
+// The layouts --layout names, chosen at run time (meshpp/plan/choice.hpp)
+using layouts = mp::mesh_choice<mp::named<"data", mesh_data>, mp::named<"model", mesh_model>,
+                                mp::named<"data+model", mesh_data_model>>;
 
 options parse(int argc, char** argv) {
   options o;
@@ -95,7 +101,7 @@ options parse(int argc, char** argv) {
     else
       args.unknown();
   }
-  if (o.layout != "data" && o.layout != "model" && o.layout != "data+model" && o.layout != "auto")
+  if (o.layout != "auto" && !layouts::knows(o.layout))
     throw mp::error("mnist: --layout must be data, model, data+model or auto, not '" + o.layout +
                     "'");
   if (o.optimizer != "adam" && o.optimizer != "sgd")
@@ -114,17 +120,16 @@ options parse(int argc, char** argv) {
 
 // choose_layout(n, data, o): --layout auto's choice for n ranks: the three layouts planned
 // (data+model on every mesh shape), priced on the machine model and ranked, the table printed
-// on rank 0; the winner, the same on every rank
-examples::layout_choice choose_layout(int n, const mp::mnist_data& data, const options& o) {
+// on rank 0; the winner, rank 0's on every rank
+mp::mesh_pick choose_layout(int n, const mp::mnist_data& data, const options& o) {
   mp::layout_search search(mp::machine_model::load_or_defaults(o.machine));
-  examples::add_three_layouts<mesh_data, mesh_model, mesh_data_model>(
-      search, n, [&](const auto& m) { planned_step(m, data, o); });
+  layouts::add_to(search, n, [&](const auto& m) { planned_step(m, data, o); });
   const boost::mpi::communicator world;
   if (world.rank() == 0 && !o.json) {
     std::printf("layout search for %d ranks, priced on %s\n%s", n, search.machine().source.c_str(),
                 search.table().c_str());
   }
-  return examples::chosen_layout(search, world, mp::balanced_grid<2>(n));
+  return layouts::agreed(search.best(), world);
 }
 
 }  // namespace
@@ -138,20 +143,11 @@ int main(int argc, char** argv) {
     if (o.batch > data.train_labels.dims[0] || o.batch > data.test_labels.dims[0])
       throw mp::error("mnist: --batch is larger than the training or test set");
     const int n = world.size();
-    // the layout named, or the search's choice (data+model's mesh: the balanced grid unless
-    // the search picks another shape)
-    const auto choice = o.layout == "auto"
-                            ? choose_layout(n, data, o)
-                            : examples::layout_choice{o.layout, mp::balanced_grid<2>(n)};
+    // the layout named (its mesh fitted to the ranks), or the search's choice
+    const auto pick = o.layout == "auto" ? choose_layout(n, data, o) : layouts::fitted(o.layout, n);
     options chosen = o;
-    chosen.layout = choice.layout;
-    if (chosen.layout == "data") {
-      train(mesh_data({n}), data, chosen);
-    } else if (chosen.layout == "model") {
-      train(mesh_model({n}), data, chosen);
-    } else {
-      train(mesh_data_model(choice.grid), data, chosen);
-    }
+    chosen.layout = pick.name;
+    layouts::run(pick, [&](const auto& mesh) { train(mesh, data, chosen); });
   } catch (const mp::error& e) {
     // every rank threw (before any rank went on); each says why, since only the rank that met
     // the problem knows the details (a file missing on one node)

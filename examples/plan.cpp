@@ -30,8 +30,8 @@
 #include <boost/mpi/operations.hpp>
 
 #include "arguments.hpp"
-#include "layout_choice.hpp"
 
+#include <meshpp/plan/choice.hpp>
 #include <meshpp/plan/enumerate.hpp>
 #include <meshpp/plan/search.hpp>
 
@@ -80,24 +80,27 @@ void step(const Mesh& m, const options& o) {
   opt.step();
 }
 
+// The README's three layouts, chosen at run time (meshpp/plan/choice.hpp)
+using layouts = mp::mesh_choice<mp::named<"data", mesh_data>, mp::named<"model", mesh_model>,
+                                mp::named<"data+model", mesh_data_model>>;
+
 // plans one layout on rank 0 of the mesh, prints its line of the summary (and its whole plan
 // if asked); with --check, runs the step for real and compares on every rank
-template <class Mesh>
-bool plan_layout(const char* name, const typename Mesh::coordinates_type& shape, const options& o,
-                 bool talk) {
-  const auto p = mp::make_plan<Mesh>(shape, [&](const Mesh& m) { step(m, o); });
+bool plan_layout(const mp::mesh_pick& pick, const options& o, bool talk) {
+  const auto one_step = [&](const auto& m) { step(m, o); };
+  const auto p = layouts::plan_of(pick, one_step);
   const auto ar = p.total(mp::collective::allreduce);
   const auto ag = p.total(mp::collective::allgather);  // Adam's updates shared by replicas
   if (talk)
     std::printf(
-        "%-11s %-42s %9llu %9llu %11llu %9llu %11llu %10.4g %9.1f\n", name,
-        Mesh::describe(shape).c_str(), static_cast<unsigned long long>(ar.calls),
+        "%-11s %-42s %9llu %9llu %11llu %9llu %11llu %10.4g %9.1f\n", pick.name.c_str(),
+        p.mesh().c_str(), static_cast<unsigned long long>(ar.calls),
         static_cast<unsigned long long>(ar.values), static_cast<unsigned long long>(ar.bytes_sent),
         static_cast<unsigned long long>(ag.calls), static_cast<unsigned long long>(ag.bytes_sent),
         static_cast<double>(p.flops()), static_cast<double>(p.bytes_made()) / (1 << 20));
-  if (talk && o.report == name) std::printf("\n%s\n", p.report().c_str());
+  if (talk && o.report == pick.name) std::printf("\n%s\n", p.report().c_str());
   if (talk && !o.draw.empty()) {  // DIR/LAYOUT/NN.svg for operation NN, if it made tensors
-    const std::filesystem::path dir = std::filesystem::path(o.draw) / name;
+    const std::filesystem::path dir = std::filesystem::path(o.draw) / pick.name;
     std::filesystem::create_directories(dir);
     int drawn = 0;
     for (std::size_t i = 0; i < p.operations().size(); ++i) {
@@ -110,13 +113,13 @@ bool plan_layout(const char* name, const typename Mesh::coordinates_type& shape,
     std::printf("%12s %d operations drawn in %s\n", "", drawn, dir.string().c_str());
   }
   if (!o.check) return true;
-  const Mesh real(shape);
-  real.counters().by_operation(true);
-  step(real, o);
-  const auto mine = mp::make_plan<Mesh>(
-      shape, [&](const Mesh& m) { step(m, o); }, real.rank());
-  const int same = mine.operations() == real.counters().operations() ? 1 : 0;
-  return boost::mpi::all_reduce(real.world(), same, boost::mpi::minimum<int>()) == 1;
+  return layouts::run(pick, [&](const auto& real) {
+    real.counters().by_operation(true);
+    step(real, o);
+    const auto mine = layouts::plan_of(pick, one_step, real.rank());
+    const int same = mine.operations() == real.counters().operations() ? 1 : 0;
+    return boost::mpi::all_reduce(real.world(), same, boost::mpi::minimum<int>()) == 1;
+  });
 }
 
 int main(int argc, char** argv) {
@@ -153,16 +156,14 @@ int main(int argc, char** argv) {
       std::printf("%-11s %-42s %9s %9s %11s %9s %11s %10s %9s\n", "layout", "mesh", "allreduce",
                   "values", "bytes sent", "allgather", "bytes sent", "flops", "MiB made");
     }
-    const auto grid = mp::balanced_grid<2>(o.ranks);
-    bool ok = plan_layout<mesh_data>("data", {o.ranks}, o, talk);
-    ok = plan_layout<mesh_model>("model", {o.ranks}, o, talk) && ok;
-    ok = plan_layout<mesh_data_model>("data+model", grid, o, talk) && ok;
+    bool ok = true;
+    for (const auto& name : layouts::names())
+      ok = plan_layout(layouts::fitted(name, o.ranks), o, talk) && ok;
     if (o.check && talk) std::printf(ok ? "plan == counters\n" : "plan != counters\n");
     if (!ok) return 1;
     // the search: every layout on every mesh shape of the ranks, priced
     mp::layout_search search(mp::machine_model::load_or_defaults(o.machine));
-    examples::add_three_layouts<mesh_data, mesh_model, mesh_data_model>(
-        search, o.ranks, [&](const auto& m) { step(m, o); });
+    layouts::add_to(search, o.ranks, [&](const auto& m) { step(m, o); });
     if (talk) {
       std::printf("\nlayout search, priced on %s\n%s", search.machine().source.c_str(),
                   search.table().c_str());

@@ -13,8 +13,7 @@
 //   model       mesh all:n          vocab:all, d_ff:all, heads:all
 //   data+model  mesh rows x cols    batch:rows; vocab, d_ff, heads: cols
 //   model+residual  as model, and the blocks' residual stream [batch, length, d_model] split
-//               over batch across the same ranks (nn/transformer.hpp, Residual); --layout
-//               auto does not consider it
+//               over batch across the same ranks (nn/transformer.hpp, Residual)
 //
 //   mpiexec -n 2 build/examples/transformer --layout data
 //   [--data FILE] [--layers 2] [--d-model 128] [--heads 4] [--d-ff 512] [--seq 128]
@@ -25,7 +24,7 @@
 //   [--stop-after N] [--plan RANKS] [--machine FILE] [--memory-budget MIB] [--profile]
 //
 // --layout auto chooses the layout before training (README "Layout search"): it plans one step
-// under each of the three layouts, data+model on every mesh shape of the ranks, prices each
+// under each of the four layouts, data+model on every mesh shape of the ranks, prices each
 // plan on the machine model in --machine FILE (default meshpp-machine.txt, written by
 // examples/calibrate; built-in defaults without it), prints the candidates ranked with their
 // terms (compute, passes, communication, memory), and trains the fastest that fits in
@@ -63,12 +62,12 @@
 // without validation), "seconds", "layout", "ranks", "mesh", "steps", "batch", "seq",
 // "tokens_per_second", "sample"}.
 //
-// The model and the training loop are in transformer.hpp and transformer_run.hpp; this file
-// reads the options and picks the layout.
+// The model, its layouts and the training loop are in transformer.hpp, compiled once for every
+// layout in transformer_layouts.cpp; this file reads the options and picks the layout by name
+// or by the search, in the same process (meshpp/plan/choice.hpp).
 #include "transformer.hpp"
 
 #include "arguments.hpp"
-#include "layout_choice.hpp"
 
 #include <meshpp/plan/enumerate.hpp>
 #include <meshpp/plan/search.hpp>
@@ -163,8 +162,7 @@ options parse(int argc, char** argv) {
     else
       args.unknown();
   }
-  if (o.layout != "data" && o.layout != "model" && o.layout != "data+model" &&
-      o.layout != "model+residual" && o.layout != "auto")
+  if (o.layout != "auto" && !transformer_example::layouts::knows(o.layout))
     throw mp::error(
         "transformer: --layout must be data, model, data+model, model+residual or auto, not '" +
         o.layout + "'");
@@ -193,25 +191,13 @@ options parse(int argc, char** argv) {
   return o;
 }
 
-using transformer_example::planned_step;
-
-// print_plan<Mesh>(shape, o, vocab): the plan of one training step on a planned mesh of this
-// shape (rank 0's view)
-template <class Mesh, class Residual = void>
-void print_plan(const typename Mesh::coordinates_type& shape, const options& o, std::size_t vocab) {
-  const auto p =
-      mp::make_plan<Mesh>(shape, [&](const Mesh& m) { planned_step<Mesh, Residual>(m, o, vocab); });
-  if (boost::mpi::communicator().rank() == 0) std::printf("%s", p.report().c_str());
-}
-
 // enumerate_layouts(ranks, o, vocab): every legal layout of the model's dims over the mesh
 // shapes of `ranks` ranks (one mesh dim; two and three where ranks factors so), priced from a
 // plan of the model whole (plan/enumerate.hpp) without compiling any of them; the top ten of each
 // printed (re-priced with their gemm shapes timed), with the winner as the mesh type to paste.
 // Called on rank 0 alone.
 void enumerate_layouts(int ranks, const options& o, std::size_t vocab) {
-  const auto reference =
-      mp::make_plan<mesh_data>({1}, [&](const mesh_data& m) { planned_step(m, o, vocab); });
+  const auto reference = transformer_example::step_plan({"data", {1}}, o, vocab);
   mp::layout_enumeration layouts(reference, mp::machine_model::load_or_defaults(o.machine),
                                  memory_budget_mib * (1 << 20));
   std::vector<std::vector<mp::mesh_axis>> meshes{{{"all", ranks}}};
@@ -233,8 +219,8 @@ void try_enumerate_layouts(int ranks, const options& o, std::size_t vocab) {
   }
 }
 
-// search_layouts(ranks, o, vocab): the three layouts planned for `ranks` ranks (data+model on
-// every mesh shape), priced on the machine model, ranked; printed on rank 0
+// search_layouts(ranks, o, vocab): every layout planned for `ranks` ranks (data+model on every
+// mesh shape), priced on the machine model, ranked; printed on rank 0
 mp::layout_search search_layouts(int ranks, const options& o, std::size_t vocab) {
   const bool talk = boost::mpi::communicator().rank() == 0;
   auto machine = mp::machine_model::load_or_defaults(o.machine);
@@ -242,8 +228,7 @@ mp::layout_search search_layouts(int ranks, const options& o, std::size_t vocab)
     std::printf("layout search for %d ranks, priced on %s\n", ranks, machine.source.c_str());
   }
   mp::layout_search search(std::move(machine), memory_budget_mib * (1 << 20));
-  examples::add_three_layouts<mesh_data, mesh_model, mesh_data_model>(
-      search, ranks, [&](const auto& m) { planned_step(m, o, vocab); });
+  transformer_example::add_layouts(search, ranks, o, vocab);
   // each product priced at the rate of its own shape, all the candidates' shapes timed together
   search.time_gemm_shapes();
   if (talk) {
@@ -265,37 +250,22 @@ int main(int argc, char** argv) {
         mp::text_options{.pad_to = o.pad_vocab, .validation_block = o.validation_block});
     if (text.train_ids.size() <= o.seq + 1)
       throw mp::error("transformer: the training text is shorter than one window (--seq + 1)");
-    const int n = world.size();
-    options chosen = o;
-    auto grid = mp::balanced_grid<2>(n);  // data+model's mesh, unless the search picks one
+    using transformer_example::layouts;
     if (o.layout == "auto") {
-      const auto search = search_layouts(plan_ranks > 0 ? plan_ranks : n, o, text.vocab_size());
+      const auto search =
+          search_layouts(plan_ranks > 0 ? plan_ranks : world.size(), o, text.vocab_size());
       if (plan_ranks > 0) return 0;
-      // Each rank timed the gemm shapes itself, so close candidates may rank differently from
-      // rank to rank: rank 0's choice is everyone's (the layout and the mesh shape)
-      const auto choice = examples::chosen_layout(search, world, grid);
-      chosen.layout = choice.layout;
-      grid = choice.grid;
+      // rank 0's pick (the layout and its mesh shape) trained on every rank, in this process
+      const auto pick = layouts::agreed(search.best(), world);
+      options chosen = o;
+      chosen.layout = pick.name;
+      transformer_example::train(pick, text, chosen);
     } else if (plan_ranks > 0) {
-      const std::size_t vocab = text.vocab_size();
-      if (o.layout == "data")
-        print_plan<mesh_data>({plan_ranks}, o, vocab);
-      else if (o.layout == "model")
-        print_plan<mesh_model>({plan_ranks}, o, vocab);
-      else if (o.layout == "model+residual")
-        print_plan<mesh_model, residual_over_all>({plan_ranks}, o, vocab);
-      else
-        print_plan<mesh_data_model>(mp::balanced_grid<2>(plan_ranks), o, vocab);
-      return 0;
-    }
-    if (chosen.layout == "data") {
-      transformer_example::run(mesh_data({n}), text, chosen);
-    } else if (chosen.layout == "model") {
-      transformer_example::run(mesh_model({n}), text, chosen);
-    } else if (chosen.layout == "model+residual") {
-      transformer_example::run<mesh_model, residual_over_all>(mesh_model({n}), text, chosen);
+      const auto p = transformer_example::step_plan(layouts::fitted(o.layout, plan_ranks), o,
+                                                    text.vocab_size());
+      if (world.rank() == 0) std::printf("%s", p.report().c_str());
     } else {
-      transformer_example::run(mesh_data_model(grid), text, chosen);
+      transformer_example::train(layouts::fitted(o.layout, world.size()), text, o);
     }
   } catch (const mp::error& e) {
     // every rank threw (before any rank went on); each says why

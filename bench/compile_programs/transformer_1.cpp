@@ -1,10 +1,13 @@
-// transformer_1: examples/transformer's data layout (batch:all) whole in one translation unit,
-// what transformer_data.cpp, transformer_data_blocks.cpp and transformer_data_run.cpp compile
-// apart: the model, its blocks, and its training loop with planned_step. Explicit
-// instantiations only (no main): bench/compile compiles, it does not link.
+// transformer_1: examples/transformer's data layout (batch:all) alone in one translation unit:
+// the model, its blocks, and its training loop with planned_step. Explicit instantiations only
+// (no main): bench/compile compiles, it does not link.
+#if __has_include(<transformer_run.hpp>)  // a tree whose example splits the model in three
 #include <transformer_blocks.hpp>
 #include <transformer_language_model.hpp>
 #include <transformer_run.hpp>
+#else
+#include <transformer.hpp>
+#endif
 
 namespace transformer_example {
 

@@ -1,9 +1,0 @@
-// The data-parallel layout of examples/transformer (batch:all): its training loop, evaluation and
-// sampling.
-#include "transformer_run.hpp"
-
-template void transformer_example::run(const mesh_data&, const mp::text_corpus&,
-                                       const transformer_example::options&);
-template void transformer_example::planned_step(const mesh_data&,
-                                                const transformer_example::options&, std::size_t,
-                                                bool);
