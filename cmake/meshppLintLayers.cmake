@@ -13,7 +13,10 @@
 #   io        data sets, text corpora, checkpoints and layout drawings
 #   plan      plans, cost models and layout search: what a model will cost before it runs
 #
-# A folder's detail/ subfolder belongs to its layer: internal helpers, not public names.
+# A folder's detail/ subfolder belongs to its layer: internal helpers, not public names. A header
+# includes only its own layer's detail/ headers, never another layer's: a helper that layers
+# above use is no detail of its layer, and lives in a header outside detail/ (its names may
+# stay in namespace meshpp::detail), so that what a layer offers the others is in its folder.
 # meshpp.hpp, the umbrella, stands above all of them; no header includes it.
 cmake_minimum_required(VERSION 3.20)
 if(NOT ROOT)
@@ -55,6 +58,11 @@ foreach(header IN LISTS headers)
     if(target_layer STREQUAL layer)
       continue()
     endif()
+    if(target MATCHES "^[^/]+/detail/")
+      string(APPEND problems "  include/meshpp/${header} (${layer}) includes ${target}, a detail/"
+                             " header of another layer (${target_layer})\n")
+      continue()
+    endif()
     if(NOT DEFINED rank_${target_layer})
       string(APPEND problems "  include/meshpp/${header} includes ${target}: no such layer\n")
     elseif(NOT rank_${target_layer} LESS rank_${layer})
@@ -66,7 +74,8 @@ endforeach()
 
 list(LENGTH headers count)
 if(problems)
-  message(FATAL_ERROR "meshpp layering: headers that include a higher layer:\n${problems}")
+  message(FATAL_ERROR "meshpp layering: headers that include a higher layer or another "
+                      "layer's detail/:\n${problems}")
 endif()
 message(STATUS "meshpp layering: ${count} headers, ${edges} includes of meshpp headers, "
-               "none upward")
+               "none upward, none into another layer's detail/")

@@ -14,8 +14,8 @@
 
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/comm/permute.hpp"
+#include "meshpp/core/agree.hpp"
 #include "meshpp/core/counters.hpp"
-#include "meshpp/core/detail/agree.hpp"
 
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/expression.hpp"

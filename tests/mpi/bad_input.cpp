@@ -1,7 +1,7 @@
 // Bad input, tried systematically (part 1: sizes, meshes, data movement, files, ranks that
 // disagree). Each case is something a user could write. It gets either a meshpp::error naming
 // the problem on EVERY rank, thrown before any communication (or after an agreement check
-// that every rank makes: core/detail/agree.hpp), with the ranks still in step afterwards, or a
+// that every rank makes: core/agree.hpp), with the ranks still in step afterwards, or a
 // documented result, which the case checks against a reference computed here. Never a crash,
 // a hang or a silent wrong answer. Part 2 (NaN/Inf, hyperparameters, optimizers, layers):
 // bad_input_training.cpp.

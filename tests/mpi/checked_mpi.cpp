@@ -1,4 +1,4 @@
-// The checked MPI path (core/detail/checked.hpp): counts past MPI's int, MPI errors as
+// The checked MPI path (core/checked.hpp): counts past MPI's int, MPI errors as
 // meshpp::error, and the debug mode's fingerprints when no one is at fault.
 //
 // Counts past INT_MAX. Every collective, relayout, shift (permute), gather to a root and

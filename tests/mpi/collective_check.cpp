@@ -1,4 +1,4 @@
-// The debug mode's collective check (MESHPP_CHECK_COLLECTIVES=1, core/detail/checked.hpp): ranks
+// The debug mode's collective check (MESHPP_CHECK_COLLECTIVES=1, core/checked.hpp): ranks
 // that call different collectives, or the same one with different counts, or skip one, get
 // meshpp::error on every rank naming both sides, before any data moves, and stay in step.
 // ctest runs this file with MESHPP_CHECK_COLLECTIVES=1 (and a 5 s timeout) at 2 and 4 ranks;

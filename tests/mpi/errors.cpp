@@ -40,7 +40,7 @@ std::array<int, 2> processor_grid(int n) {
 }  // namespace
 
 // A split dim its mesh dim does not divide is no error: it is split into near-equal blocks,
-// the last ones shorter (core/detail/divides.hpp). Every maker gives each rank its block, with
+// the last ones shorter (core/divides.hpp). Every maker gives each rank its block, with
 // the values of the same element of the whole array.
 TEST_CASE("channels:processor_rows with channels 3 splits channels 2 + 1") {
   const int n = world().size();

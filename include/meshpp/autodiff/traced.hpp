@@ -57,8 +57,8 @@
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/expression.hpp"
 #include "meshpp/expr/functions.hpp"
-#include "meshpp/ops/detail/reduce_scatter.hpp"
 #include "meshpp/ops/reduce.hpp"
+#include "meshpp/ops/reduce_scatter_sums.hpp"
 #include "meshpp/ops/relayout.hpp"
 
 namespace meshpp {

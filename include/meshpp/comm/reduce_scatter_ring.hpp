@@ -30,8 +30,9 @@
 #include <boost/mpi/communicator.hpp>
 
 #include "meshpp/comm/collectives.hpp"
+#include "meshpp/comm/detail/ring_schedule.hpp"
 #include "meshpp/core/blocks.hpp"
-#include "meshpp/core/detail/checked.hpp"
+#include "meshpp/core/checked.hpp"
 #include "meshpp/core/error.hpp"
 
 namespace meshpp {
@@ -41,8 +42,8 @@ struct ring_sent {};      // staging<T, ring_sent>: the partial block this membe
 struct ring_received {};  // staging<T, ring_received>: the one it receives (more than 2 members)
 
 // ring_reduce_scatter<T>(comm, out, make): the ring of the header comment over `comm`, this
-// member's summed block into out (ring_pass, comm/collectives.hpp: the first block made into
-// one staging buffer, the partial sums received into the other and back); not counted (the
+// member's summed block into out (ring_pass, comm/detail/ring_schedule.hpp: the first block made
+// into one staging buffer, the partial sums received into the other and back); not counted (the
 // callers count what they stand for)
 template <class T, class Make>
 void ring_reduce_scatter(const boost::mpi::communicator& comm, std::span<T> out, Make&& make) {

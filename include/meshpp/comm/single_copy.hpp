@@ -46,7 +46,7 @@
 #include <unistd.h>
 #endif
 
-#include "meshpp/core/detail/checked.hpp"
+#include "meshpp/core/checked.hpp"
 
 namespace meshpp::detail {
 

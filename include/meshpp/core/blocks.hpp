@@ -4,7 +4,7 @@
 // copy_box(src, src_shape, src_at, dst, dst_shape, dst_at, box) copies the box of extents
 // `box` starting at index `src_at` of src to index `dst_at` of dst, one contiguous run at a
 // time. Packing a block for a collective, unpacking received blocks, and taking a local stripe
-// are all this one copy. It walks the box with for_each_row (core/detail/traverse.hpp), so a
+// are all this one copy. It walks the box with for_each_row (core/traverse.hpp), so a
 // run is as long as the layouts allow (trailing dims that the box spans whole in both arrays
 // join the last dim's run) and the offsets of successive runs are stepped, not recomputed:
 // short runs cost little more than their copy.
@@ -18,8 +18,8 @@
 #include <type_traits>
 
 #include "meshpp/core/detail/huge_pages.hpp"
-#include "meshpp/core/detail/row_major.hpp"
-#include "meshpp/core/detail/traverse.hpp"
+#include "meshpp/core/row_major.hpp"
+#include "meshpp/core/traverse.hpp"
 
 namespace meshpp::detail {
 

@@ -31,15 +31,15 @@
 #include <utility>
 #include <vector>
 
+#include "meshpp/core/checked.hpp"
 #include "meshpp/core/config.hpp"
-#include "meshpp/core/detail/checked.hpp"
-#include "meshpp/core/detail/row_major.hpp"
-#include "meshpp/core/detail/traverse.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/random.hpp"
+#include "meshpp/core/row_major.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
+#include "meshpp/core/traverse.hpp"
 
 namespace meshpp {
 

@@ -26,13 +26,13 @@
 #include <mpi.h>
 #include <boost/mpi/communicator.hpp>
 
+#include "meshpp/core/checked.hpp"
 #include "meshpp/core/counters.hpp"
-#include "meshpp/core/detail/checked.hpp"
-#include "meshpp/core/detail/row_major.hpp"
 #include "meshpp/core/dim.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/layout.hpp"
+#include "meshpp/core/row_major.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/text.hpp"
 
@@ -173,7 +173,7 @@ struct mesh_state {
       const int color = linear_index(co, sz, ~mask);
       const int key = linear_index(co, sz, mask);
       // The mesh's own communicators return MPI errors to meshpp's checks
-      // (core/detail/checked.hpp) rather than end the job, whatever the world's handler is
+      // (core/checked.hpp) rather than end the job, whatever the world's handler is
       MPI_Comm group = MPI_COMM_NULL;
       checked(MPI_Comm_split(MPI_Comm(world), color, key, &group), "MPI_Comm_split");
       checked(MPI_Comm_set_errhandler(group, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
@@ -182,7 +182,7 @@ struct mesh_state {
   }
 
  private:
-  // place(r): the coordinates of rank r (row-major: core/detail/row_major.hpp)
+  // place(r): the coordinates of rank r (row-major: core/row_major.hpp)
   void place(int r) { set_coordinates(r, std::span<const int>(sizes.data(), ndims), coordinates); }
 };
 }  // namespace detail
@@ -347,7 +347,7 @@ class mesh<axes<MeshDims...>, layout<Splits...>> : public mesh_base {
   }
 
   // coordinates_of(r): the mesh coordinates of rank r of the mesh's communicator (row-major:
-  // core/detail/row_major.hpp)
+  // core/row_major.hpp)
   coordinates_type coordinates_of(int r) const { return detail::coordinates_at(r, sizes()); }
 
   /// communicator<Ms...>(): the ranks that differ from this one only in mesh dims Ms,

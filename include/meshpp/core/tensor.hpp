@@ -22,8 +22,8 @@
 #include <xtensor/xtensor.hpp>
 
 #include "meshpp/core/config.hpp"
-#include "meshpp/core/detail/divides.hpp"
 #include "meshpp/core/detail/huge_pages.hpp"
+#include "meshpp/core/divides.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/layout.hpp"
@@ -232,7 +232,7 @@ class tensor {
   }
   // block_at(coords): the slice the rank at these mesh coordinates holds, as its offsets and
   // extents: along each split dim the stripe at its coordinate (near-equal blocks, the last
-  // ones shorter: core/detail/divides.hpp), every other dim whole. This rank's is
+  // ones shorter: core/divides.hpp), every other dim whole. This rank's is
   // {local_offsets(), local_shape()}.
   std::pair<index_type, index_type> block_at(const typename Mesh::coordinates_type& coords) const {
     std::pair<index_type, index_type> b;

@@ -5,7 +5,7 @@
 // [a, b] expr |-> [a, b] tensor    local, no communication
 //
 // The pass walks the destination's local slice row by row (rows of its last dim: for_each_row,
-// core/detail/traverse.hpp). Each operand is read through a cursor whose access along the row
+// core/traverse.hpp). Each operand is read through a cursor whose access along the row
 // is known from the types: contiguous (the operand's last dim is the row's dim), invariant (it
 // lacks that dim: a broadcast), or strided (it has the dim elsewhere: a transpose); see
 // expr/detail/cursors.hpp. Trailing dims that every operand holds contiguously are merged into
@@ -24,13 +24,13 @@
 #include <type_traits>
 
 #include "meshpp/core/config.hpp"
-#include "meshpp/core/detail/divides.hpp"
-#include "meshpp/core/detail/row_major.hpp"
-#include "meshpp/core/detail/traverse.hpp"
+#include "meshpp/core/divides.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/layout.hpp"
+#include "meshpp/core/row_major.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
+#include "meshpp/core/traverse.hpp"
 #include "meshpp/expr/expression.hpp"
 
 namespace meshpp {

@@ -17,8 +17,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "meshpp/core/detail/row_major.hpp"
 #include "meshpp/core/layout.hpp"
+#include "meshpp/core/row_major.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
 #include "meshpp/expr/detail/cursors.hpp"

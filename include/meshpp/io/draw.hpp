@@ -38,7 +38,7 @@
 // out of range or of size < 1, two dims split over one mesh dim, repeated names) throws
 // meshpp::error naming the picture and the problem; draw_to_file and write_svg throw
 // meshpp::error naming the path when it cannot be written. A size its mesh dim does not
-// divide is no error: it is drawn in its near-equal blocks (core/detail/divides.hpp).
+// divide is no error: it is drawn in its near-equal blocks (core/divides.hpp).
 #pragma once
 
 #include <algorithm>
@@ -56,10 +56,10 @@
 #include <utility>
 #include <vector>
 
-#include "meshpp/core/detail/divides.hpp"
-#include "meshpp/core/detail/row_major.hpp"
+#include "meshpp/core/divides.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/layout.hpp"
+#include "meshpp/core/row_major.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
 #include "meshpp/core/text.hpp"

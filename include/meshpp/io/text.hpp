@@ -59,8 +59,8 @@
 
 #include <boost/mpi/communicator.hpp>
 
-#include "meshpp/core/detail/agree.hpp"
-#include "meshpp/core/detail/checked.hpp"
+#include "meshpp/core/agree.hpp"
+#include "meshpp/core/checked.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/text.hpp"
 

@@ -46,8 +46,8 @@
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
-#include "meshpp/ops/detail/einsum_kernel.hpp"
-#include "meshpp/ops/detail/operands.hpp"
+#include "meshpp/ops/einsum_kernel.hpp"
+#include "meshpp/ops/operands.hpp"
 #include "meshpp/ops/softmax.hpp"
 
 namespace meshpp::detail {

@@ -47,8 +47,8 @@
 #include "meshpp/core/tensor.hpp"
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/functions.hpp"
-#include "meshpp/ops/detail/rows.hpp"
 #include "meshpp/ops/reduce.hpp"
+#include "meshpp/ops/rows.hpp"
 
 namespace meshpp {
 

@@ -25,9 +25,9 @@
 // Then one allreduce runs over the mesh dims that the summed dims are split over.
 //
 // Here: the public einsum and its dispatch. The compile-time plan is in
-// ops/detail/einsum_plan.hpp, the local product (gemm) in ops/detail/einsum_kernel.hpp, the
+// ops/detail/einsum_plan.hpp, the local product (gemm) in ops/einsum_kernel.hpp, the
 // ring that fuses the product with its sum across ranks in ops/detail/einsum_ring.hpp, the
-// reduce_scatter of a finished partial product in ops/detail/reduce_scatter.hpp.
+// reduce_scatter of a finished partial product in ops/reduce_scatter_sums.hpp.
 #pragma once
 
 #include <array>
@@ -45,12 +45,12 @@
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/expression.hpp"
 #include "meshpp/ops/detail/complete_sums.hpp"
-#include "meshpp/ops/detail/einsum_kernel.hpp"
 #include "meshpp/ops/detail/einsum_plan.hpp"
 #include "meshpp/ops/detail/einsum_ring.hpp"
-#include "meshpp/ops/detail/operands.hpp"
-#include "meshpp/ops/detail/reduce_scatter.hpp"
+#include "meshpp/ops/einsum_kernel.hpp"
+#include "meshpp/ops/operands.hpp"
 #include "meshpp/ops/reduce.hpp"
+#include "meshpp/ops/reduce_scatter_sums.hpp"
 #include "meshpp/ops/relayout.hpp"
 
 namespace meshpp {

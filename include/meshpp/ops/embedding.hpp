@@ -32,7 +32,7 @@
 // Ids out of range (negative, or not below Dim's size) throw meshpp::error on every rank,
 // before any communication of the operation: when ids are replicated every rank sees the
 // same ids and throws alone; when ids are split, the ranks agree on the error with one
-// small allreduce over the mesh's world (core/detail/agree.hpp). That agreement carries no tensor
+// small allreduce over the mesh's world (core/agree.hpp). That agreement carries no tensor
 // data and is not recorded in the counters.
 //
 // Here: the public gather and one_hot and their work. The compile-time plans are in
@@ -47,12 +47,12 @@
 #include <type_traits>
 
 #include "meshpp/comm/collectives.hpp"
-#include "meshpp/core/detail/traverse.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
+#include "meshpp/core/traverse.hpp"
 #include "meshpp/expr/evaluate.hpp"
 #include "meshpp/expr/expression.hpp"
 #include "meshpp/ops/detail/complete_sums.hpp"
@@ -60,7 +60,7 @@
 #include "meshpp/ops/detail/embedding_plan.hpp"
 #include "meshpp/ops/detail/embedding_rows.hpp"
 #include "meshpp/ops/detail/materialized.hpp"
-#include "meshpp/ops/detail/operands.hpp"
+#include "meshpp/ops/operands.hpp"
 
 namespace meshpp {
 

@@ -33,12 +33,12 @@
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/comm/single_copy.hpp"
 #include "meshpp/core/blocks.hpp"
-#include "meshpp/core/detail/divides.hpp"
-#include "meshpp/core/detail/row_major.hpp"
-#include "meshpp/core/detail/traverse.hpp"
+#include "meshpp/core/divides.hpp"
 #include "meshpp/core/layout.hpp"
+#include "meshpp/core/row_major.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
+#include "meshpp/core/traverse.hpp"
 #include "meshpp/expr/expression.hpp"
 
 namespace meshpp {

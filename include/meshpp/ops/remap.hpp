@@ -17,7 +17,7 @@
 
 #include "meshpp/comm/permute.hpp"
 #include "meshpp/core/blocks.hpp"
-#include "meshpp/core/detail/divides.hpp"
+#include "meshpp/core/divides.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
@@ -37,7 +37,7 @@ struct remap_piece {
 };
 
 // stripe_ranges(size, parts)(q): the range of member q's stripe of a dim of `size` split over
-// `parts` members (near-equal blocks, the last ones shorter: core/detail/divides.hpp)
+// `parts` members (near-equal blocks, the last ones shorter: core/divides.hpp)
 inline auto stripe_ranges(std::size_t size, int parts) {
   return [size, parts](int q) {
     const auto p = static_cast<std::size_t>(parts), c = static_cast<std::size_t>(q);

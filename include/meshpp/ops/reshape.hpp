@@ -25,7 +25,7 @@
 #include <string>
 #include <type_traits>
 
-#include "meshpp/core/detail/divides.hpp"
+#include "meshpp/core/divides.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/layout.hpp"

@@ -22,13 +22,13 @@
 #include <xtensor/xtensor.hpp>
 
 #include "meshpp/comm/collectives.hpp"
+#include "meshpp/core/agree.hpp"
 #include "meshpp/core/blocks.hpp"
-#include "meshpp/core/detail/agree.hpp"
-#include "meshpp/core/detail/divides.hpp"
-#include "meshpp/core/detail/row_major.hpp"
 #include "meshpp/core/dim.hpp"
+#include "meshpp/core/divides.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
+#include "meshpp/core/row_major.hpp"
 #include "meshpp/core/tensor.hpp"
 #include "meshpp/core/text.hpp"
 

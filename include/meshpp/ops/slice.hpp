@@ -10,7 +10,7 @@
 //                        ranks hold: one collective permute over m (comm/permute.hpp), only
 //                        between the ranks whose ranges overlap; nothing when seq is whole.
 // The output keeps the input's layout, its new size split into near-equal blocks (the last
-// ones shorter, as any split: core/detail/divides.hpp); a range outside the dim throws
+// ones shorter, as any split: core/divides.hpp); a range outside the dim throws
 // meshpp::error on every rank before any communication.
 #pragma once
 

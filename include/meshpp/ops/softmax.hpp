@@ -49,8 +49,8 @@
 #include "meshpp/expr/expression.hpp"
 #include "meshpp/expr/functions.hpp"
 #include "meshpp/ops/detail/materialized.hpp"
-#include "meshpp/ops/detail/rows.hpp"
 #include "meshpp/ops/reduce.hpp"
+#include "meshpp/ops/rows.hpp"
 
 namespace meshpp {
 

@@ -103,7 +103,7 @@
 
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/comm/collectives.hpp"
-#include "meshpp/core/detail/divides.hpp"
+#include "meshpp/core/divides.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/lanes.hpp"
@@ -334,7 +334,7 @@ class optimizer_slot : public detail::slot_base {
     return all & ~Tensor::split_mask();
   }
   // shard_counts(n): the replicas' shares of n local elements (the same on each: replicas hold
-  // the same slice), in their group's order (core/detail/divides.hpp)
+  // the same slice), in their group's order (core/divides.hpp)
   std::vector<std::size_t> shard_counts(std::size_t n) const {
     const unsigned mask = replica_mask();
     const auto p = static_cast<std::size_t>(variable_.value().mesh().group_size(mask));

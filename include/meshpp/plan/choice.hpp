@@ -31,7 +31,7 @@
 
 #include <mpi.h>
 
-#include "meshpp/core/detail/checked.hpp"
+#include "meshpp/core/checked.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/mesh.hpp"
 #include "meshpp/plan/plan.hpp"

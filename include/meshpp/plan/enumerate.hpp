@@ -71,7 +71,7 @@
 #include <vector>
 
 #include "meshpp/core/counters.hpp"
-#include "meshpp/core/detail/divides.hpp"
+#include "meshpp/core/divides.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/plan/machine.hpp"
 #include "meshpp/plan/plan.hpp"

@@ -37,9 +37,9 @@
 #include <vector>
 
 #include "meshpp/core/counters.hpp"
-#include "meshpp/core/detail/row_major.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/mesh.hpp"
+#include "meshpp/core/row_major.hpp"
 #include "meshpp/core/text.hpp"
 #include "meshpp/io/draw.hpp"
 

@@ -39,7 +39,7 @@
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/mesh.hpp"
-#include "meshpp/ops/detail/einsum_kernel.hpp"
+#include "meshpp/ops/einsum_kernel.hpp"
 #include "meshpp/plan/machine.hpp"
 #include "meshpp/plan/plan.hpp"
 

@@ -2,7 +2,7 @@
 //
 // An operand's cursor(frame) returns one of these: it stands at the first element of a row of
 // the evaluation order and returns the row's j-th element with at(j); the traversal
-// (core/detail/traverse.hpp) moves it from row to row. How a leaf is read along the row is
+// (core/traverse.hpp) moves it from row to row. How a leaf is read along the row is
 // known from the types: contiguous (its last dim is the row's dim), invariant (it lacks the
 // row's dim: a broadcast) or strided (it has the dim elsewhere: a transpose), so the fused
 // loop of expr/evaluate.hpp compiles to the plainest loop that reads each operand.
@@ -10,8 +10,8 @@
 
 #include <cstddef>
 
-#include "meshpp/core/detail/traverse.hpp"
 #include "meshpp/core/shape.hpp"
+#include "meshpp/core/traverse.hpp"
 
 namespace meshpp::detail {
 

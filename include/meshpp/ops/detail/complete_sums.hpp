@@ -18,7 +18,7 @@
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/ops/detail/einsum_plan.hpp"
-#include "meshpp/ops/detail/reduce_scatter.hpp"
+#include "meshpp/ops/reduce_scatter_sums.hpp"
 #include "meshpp/ops/relayout.hpp"
 
 namespace meshpp::detail {

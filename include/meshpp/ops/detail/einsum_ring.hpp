@@ -1,6 +1,6 @@
 // meshpp/ops/detail/einsum_ring.hpp — einsum's product made block by block around a ring,
 // fused with its reduce_scatter or allreduce (the reduce_scatter of a finished partial product
-// is ops/detail/reduce_scatter.hpp).
+// is ops/reduce_scatter_sums.hpp).
 //
 //   [.., k/md] x [k/md, ..] |-> [d/md, ..]   a reduce_scatter over md fused with the gemms
 #pragma once
@@ -11,7 +11,7 @@
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/comm/reduce_scatter_ring.hpp"
 #include "meshpp/core/config.hpp"
-#include "meshpp/ops/detail/einsum_kernel.hpp"
+#include "meshpp/ops/einsum_kernel.hpp"
 
 namespace meshpp::detail {
 

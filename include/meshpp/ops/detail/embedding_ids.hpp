@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "meshpp/core/detail/agree.hpp"
+#include "meshpp/core/agree.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/text.hpp"
 

@@ -9,9 +9,9 @@
 #include <type_traits>
 
 #include "meshpp/core/blocks.hpp"
-#include "meshpp/core/detail/traverse.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
+#include "meshpp/core/traverse.hpp"
 
 namespace meshpp::detail {
 

@@ -1,4 +1,4 @@
-// meshpp/core/detail/divides.hpp — where each rank's stripe of a split dim lies, and the one
+// meshpp/core/divides.hpp — where each rank's stripe of a split dim lies, and the one
 // check (with its one message) that a mesh dim divides a split dim.
 //
 //   split_not_divisible("batch", 6, "rows", 4)

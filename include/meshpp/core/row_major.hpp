@@ -1,4 +1,4 @@
-// meshpp/core/detail/row_major.hpp — row-major numbering: an index <-> its coordinates.
+// meshpp/core/row_major.hpp — row-major numbering: an index <-> its coordinates.
 //
 //   linear_index({1, 2}, {3, 4})       -> 6        (1 * 4 + 2)
 //   coordinates_at(6, {3, 4})          -> {1, 2}

@@ -1,4 +1,4 @@
-// meshpp/ops/detail/rows.hpp — the reductions of one contiguous row that the row-by-row paths
+// meshpp/ops/rows.hpp — the reductions of one contiguous row that the row-by-row paths
 // (softmax, its backward step, layer_norm) run while the row is in cache.
 //
 // Each keeps row_lanes lanes of partial results and combines them at the end, so that the

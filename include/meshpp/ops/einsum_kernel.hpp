@@ -1,4 +1,4 @@
-// meshpp/ops/detail/einsum_kernel.hpp — einsum's local product on one rank: the operands
+// meshpp/ops/einsum_kernel.hpp — einsum's local product on one rank: the operands
 // made ready for gemm (as they lie, or copied once into gemm order), gemm itself over any
 // CBLAS (a plain loop for other element types), and the transposing copy of a result.
 //

@@ -1,4 +1,4 @@
-// meshpp/ops/detail/reduce_scatter.hpp — partial sums over a mesh dim completed by one
+// meshpp/ops/reduce_scatter_sums.hpp — partial sums over a mesh dim completed by one
 // reduce_scatter, each member keeping its stripe of a dim: a finished partial product's
 // (ops/einsum.hpp) and a gradient's flowing into a split tensor (autodiff/traced.hpp).
 //
@@ -13,7 +13,7 @@
 
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/blocks.hpp"
-#include "meshpp/core/detail/divides.hpp"
+#include "meshpp/core/divides.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"

@@ -1,4 +1,4 @@
-// meshpp/core/detail/traverse.hpp — the one N-d traversal: every position of a box, with
+// meshpp/core/traverse.hpp — the one N-d traversal: every position of a box, with
 // cursors stepped along.
 //
 //   strided_cursor<const float*, 2> in{src, row_major_strides<2>(src_shape)};

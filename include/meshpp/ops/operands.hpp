@@ -1,4 +1,4 @@
-// meshpp/ops/detail/operands.hpp — what the ops of two operands matched by dim name (einsum,
+// meshpp/ops/operands.hpp — what the ops of two operands matched by dim name (einsum,
 // gather) check and size alike: the operands share a mesh and agree on the sizes of their
 // common dims, and each output dim takes its size from the operand that has it.
 #pragma once
