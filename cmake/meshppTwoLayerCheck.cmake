@@ -9,6 +9,8 @@
 #   + io:planes                 2·b·d_h/(r·c) + 2·b·d_io/(r·p) + 2·d_io·d_h/(c·p) + d_h/c
 #                               forward b·d_h/(r·c) + b·d_io/(r·p)
 # and that every result agrees with the single-rank reference (max_abs_diff <= 1e-3).
+# quoted arguments are strings, not variable names (CMP0054): "all" names a mesh dim here
+cmake_minimum_required(VERSION 3.20)
 execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "two_layer failed (${rc}):\n${out}\n${err}")
