@@ -285,6 +285,10 @@ void check_counters(const mesh_t& m, const std::array<int, 2>& shape) {
   const std::uint64_t p = group.size();
   const std::uint64_t s = sizeof(T);
   const int me = index_in(group);
+  // only_count of one call over P's group; a group of one rank counts nothing
+  const auto counted = [&](mp::collective c, mp::collective_count want) {
+    return p == 1 ? all_zero(m) : only_count(m, c, P::mask, want);
+  };
 
   // allreduce: n values, 2(p-1)/p * n * s bytes; over no mesh dims: not counted at all
   m.counters().reset();
@@ -294,10 +298,10 @@ void check_counters(const mesh_t& m, const std::array<int, 2>& shape) {
   if constexpr (P::mask == 0) {
     verify(all_zero(m), "counters of an allreduce", P::name);
   } else {
-    verify(only_count(m, mp::collective::allreduce, P::mask, {1, n, 2 * (p - 1) * n * s / p}),
+    verify(counted(mp::collective::allreduce, {1, n, 2 * (p - 1) * n * s / p}),
            "counters of allreduce", P::name);
     mp::allreduce<typename P::over, mp::op::max>::run(m, std::span<T>(data));
-    verify(only_count(m, mp::collective::allreduce, P::mask, {2, 2 * n, 4 * (p - 1) * n * s / p}),
+    verify(counted(mp::collective::allreduce, {2, 2 * n, 4 * (p - 1) * n * s / p}),
            "counters of allreduce", P::name);
   }
 
@@ -305,21 +309,21 @@ void check_counters(const mesh_t& m, const std::array<int, 2>& shape) {
   m.counters().reset();
   std::vector<T> in(n_values, T(1)), out(n_values * p);
   mp::allgather<typename P::over>::run(m, std::span<const T>(in), std::span<T>(out));
-  verify(only_count(m, mp::collective::allgather, P::mask, {1, n_values, (p - 1) * n_values * s}),
+  verify(counted(mp::collective::allgather, {1, n_values, (p - 1) * n_values * s}),
          "counters of allgather", P::name);
 
   // alltoall: n values, (p-1)/p * n * s bytes
   m.counters().reset();
   std::vector<T> a(n, T(1)), b(n);
   mp::alltoall<typename P::over>::run(m, std::span<const T>(a), std::span<T>(b));
-  verify(only_count(m, mp::collective::alltoall, P::mask, {1, n, (p - 1) * n * s / p}),
-         "counters of alltoall", P::name);
+  verify(counted(mp::collective::alltoall, {1, n, (p - 1) * n * s / p}), "counters of alltoall",
+         P::name);
 
   // reduce_scatter: n values in, (p-1)/p * n * s bytes
   m.counters().reset();
   std::vector<T> block(n / p);
   mp::reduce_scatter<typename P::over>::run(m, std::span<const T>(a), std::span<T>(block));
-  verify(only_count(m, mp::collective::reduce_scatter, P::mask, {1, n, (p - 1) * n * s / p}),
+  verify(counted(mp::collective::reduce_scatter, {1, n, (p - 1) * n * s / p}),
          "counters of reduce_scatter", P::name);
 
   // broadcast: n values; n * s bytes sent by the root, none by the others or in a group of 1
@@ -327,8 +331,7 @@ void check_counters(const mesh_t& m, const std::array<int, 2>& shape) {
     m.counters().reset();
     mp::broadcast<typename P::over>::run(m, std::span<T>(data), root);
     const std::uint64_t sent = (me == root && p > 1) ? n * s : 0;
-    verify(only_count(m, mp::collective::broadcast, P::mask, {1, n, sent}), "counters of broadcast",
-           P::name);
+    verify(counted(mp::collective::broadcast, {1, n, sent}), "counters of broadcast", P::name);
   }
   m.counters().reset();
 }
@@ -430,33 +433,47 @@ TEST_CASE("counters record calls, values and bytes per collective and mesh dims"
   }
 }
 
-TEST_CASE("a collective over a mesh dim of size 1 is counted, with 0 bytes sent") {
+TEST_CASE("a collective over a group of one rank moves nothing and counts nothing") {
   const int n = world().size();
   const mesh_t m(std::array<int, 2>{1, n});  // rows has size 1
   std::vector<double> data(8, 1.0), out(8);
   m.counters().reset();
+  m.counters().by_operation(true);
   mp::allreduce<mp::over<rows>>::run(m, std::span<double>(data));
-  CHECK_ALL_RANKS(only_count(m, mp::collective::allreduce, 1u, {1, 8, 0}));
   CHECK_ALL_RANKS(data == std::vector<double>(8, 1.0));
-  m.counters().reset();
   mp::allgather<mp::over<rows>>::run(m, std::span<const double>(data), std::span<double>(out));
-  CHECK_ALL_RANKS(only_count(m, mp::collective::allgather, 1u, {1, 8, 0}));
-  m.counters().reset();
+  CHECK_ALL_RANKS(out == data);
   mp::alltoall<mp::over<rows>>::run(m, std::span<const double>(data), std::span<double>(out));
-  CHECK_ALL_RANKS(only_count(m, mp::collective::alltoall, 1u, {1, 8, 0}));
-  m.counters().reset();
+  CHECK_ALL_RANKS(out == data);
   mp::reduce_scatter<mp::over<rows>>::run(m, std::span<const double>(data), std::span<double>(out));
-  CHECK_ALL_RANKS(only_count(m, mp::collective::reduce_scatter, 1u, {1, 8, 0}));
-  m.counters().reset();
+  CHECK_ALL_RANKS(out == data);
   mp::broadcast<mp::over<rows>>::run(m, std::span<double>(data), 0);
-  CHECK_ALL_RANKS(only_count(m, mp::collective::broadcast, 1u, {1, 8, 0}));
+  CHECK_ALL_RANKS(all_zero(m));
+  // by operation, each call is listed (its kind and mesh dims) with zero counts: a plan made on
+  // one rank still shows where its operations communicate
+  const auto& ops = m.counters().operations();
+  CHECK_ALL_RANKS(ops.size() == 1);
+  if (ops.size() == 1) {
+    const auto& listed = ops.front().collectives;
+    CHECK_ALL_RANKS(listed.size() == 5);
+    bool zero = true;
+    for (const auto& e : listed) zero = zero && e.mask == 1u && e.count == mp::collective_count{};
+    CHECK_ALL_RANKS(zero);
+  }
+  m.counters().by_operation(false);
 
-  // over<>: an allreduce is not a collective at all; the others are, over a group of one
+  // over<>: an allreduce is not a collective at all (not listed); the others are, over a group
+  // of one, and count nothing
   m.counters().reset();
   mp::allreduce<mp::over<>>::run(m, std::span<double>(data));
-  CHECK_ALL_RANKS(all_zero(m));
   mp::allgather<mp::over<>>::run(m, std::span<const double>(data), std::span<double>(out));
-  CHECK_ALL_RANKS(only_count(m, mp::collective::allgather, 0u, {1, 8, 0}));
+  CHECK_ALL_RANKS(all_zero(m));
+  // and a group of more than one rank counts as before
+  if (n > 1) {
+    mp::allreduce<mp::over<cols>>::run(m, std::span<double>(data));
+    CHECK_ALL_RANKS(only_count(m, mp::collective::allreduce, 2u,
+                               {1, 8, 2 * (static_cast<std::uint64_t>(n) - 1) * 8 * 8 / n}));
+  }
 }
 
 TEST_CASE("counters are shared by copies of a mesh, and reset zeroes everything") {
@@ -470,11 +487,16 @@ TEST_CASE("counters are shared by copies of a mesh, and reset zeroes everything"
   mp::reduce_scatter<mp::over<rows, cols>>::run(copy, std::span<const int>(data),
                                                 std::span<int>(out));
   m.counters().record_einsum(12);
-  CHECK_ALL_RANKS(m.counters().at(mp::collective::allreduce, 1u).calls == 1);
-  CHECK_ALL_RANKS(m.counters().at(mp::collective::allreduce, 2u).calls == 1);
-  CHECK_ALL_RANKS(m.counters().total(mp::collective::allreduce).calls == 2);
-  CHECK_ALL_RANKS(m.counters().values(mp::collective::allreduce) == 8u * n);
-  CHECK_ALL_RANKS(m.counters().at(mp::collective::reduce_scatter, 3u).values == 4u * n);
+  // a group of one rank counts nothing
+  const std::uint64_t over_rows = m.counters().group_of_one(1u) ? 0 : 1;
+  const std::uint64_t over_cols = m.counters().group_of_one(2u) ? 0 : 1;
+  const std::uint64_t over_both = m.counters().group_of_one(3u) ? 0 : 1;
+  CHECK_ALL_RANKS(m.counters().at(mp::collective::allreduce, 1u).calls == over_rows);
+  CHECK_ALL_RANKS(m.counters().at(mp::collective::allreduce, 2u).calls == over_cols);
+  CHECK_ALL_RANKS(m.counters().total(mp::collective::allreduce).calls == over_rows + over_cols);
+  CHECK_ALL_RANKS(m.counters().values(mp::collective::allreduce) ==
+                  (over_rows + over_cols) * 4u * n);
+  CHECK_ALL_RANKS(m.counters().at(mp::collective::reduce_scatter, 3u).values == over_both * 4u * n);
   CHECK_ALL_RANKS(m.counters().einsum_calls() == 1 && m.counters().einsum_flops() == 12);
   CHECK_ALL_RANKS(!all_zero(m));
 
@@ -512,10 +534,13 @@ TEST_CASE("report names each collective used and the mesh dims it ran over") {
   m.counters().record_einsum(1000);
   const std::string report = m.counters().report();
   CAPTURE(report);
-  CHECK_ALL_RANKS(has_row(report, "allreduce", "rows", 1, 4u * n));
-  CHECK_ALL_RANKS(has_row(report, "allgather", "cols", 1, 4));
-  CHECK_ALL_RANKS(has_row(report, "broadcast", "rows,cols", 1, 4u * n));
-  CHECK_ALL_RANKS(has_row(report, "alltoall", "(none)", 1, 4u * n));
+  // a group of one rank counts nothing, so it has no row (the alltoall over no mesh dims never)
+  CHECK_ALL_RANKS(has_row(report, "allreduce", "rows", 1, 4u * n) ==
+                  !m.counters().group_of_one(1u));
+  CHECK_ALL_RANKS(has_row(report, "allgather", "cols", 1, 4) == !m.counters().group_of_one(2u));
+  CHECK_ALL_RANKS(has_row(report, "broadcast", "rows,cols", 1, 4u * n) ==
+                  !m.counters().group_of_one(3u));
+  CHECK_ALL_RANKS(report.find("alltoall") == std::string::npos);
   CHECK_ALL_RANKS(report.find("reduce_scatter") == std::string::npos);
   CHECK_ALL_RANKS(report.find("einsum: 1 calls, 1000 local flops") != std::string::npos);
   m.counters().reset();
@@ -568,7 +593,9 @@ TEST_CASE("allgather, alltoall and reduce_scatter of blocks of their own sizes")
         gathered = gathered && all[at + i] == 100.0 * double(j) + double(i);
     CHECK_ALL_RANKS(gathered);
     const auto ag = m.counters().total(mp::collective::allgather);
-    CHECK_ALL_RANKS(ag.calls == 1 && ag.values == mine.size() &&
+    // a group of one rank counts nothing
+    const std::uint64_t one = p > 1 ? 1 : 0;
+    CHECK_ALL_RANKS(ag.calls == one && ag.values == one * mine.size() &&
                     ag.bytes_sent == (total - mine.size()) * sizeof(double));
 
     // alltoall: member i sends (i + j) % 3 values 1000 i + 10 j + t to member j
@@ -591,7 +618,7 @@ TEST_CASE("allgather, alltoall and reduce_scatter of blocks of their own sizes")
         exchanged = exchanged && recv[at + t] == 1000.0 * double(j) + 10.0 * double(me) + double(t);
     CHECK_ALL_RANKS(exchanged);
     const auto aa = m.counters().total(mp::collective::alltoall);
-    CHECK_ALL_RANKS(aa.calls == 1 && aa.values == send.size() &&
+    CHECK_ALL_RANKS(aa.calls == one && aa.values == one * send.size() &&
                     aa.bytes_sent == (send.size() - send_counts[me]) * sizeof(double));
 
     // reduce_scatter: member i's input is 1 + i + v at every position v of all blocks; block j
@@ -617,7 +644,7 @@ TEST_CASE("allgather, alltoall and reduce_scatter of blocks of their own sizes")
                   out[i] == double(n) * (1.0 + double(first + i)) + double(n) * double(n - 1) / 2.0;
       CHECK_ALL_RANKS(reduced);
       const auto rs = m.counters().total(mp::collective::reduce_scatter);
-      CHECK_ALL_RANKS(rs.calls == 1 && rs.values == total &&
+      CHECK_ALL_RANKS(rs.calls == one && rs.values == one * total &&
                       rs.bytes_sent == (total - out.size()) * sizeof(double));
     }
 

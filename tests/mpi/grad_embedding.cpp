@@ -18,7 +18,8 @@ TEST_CASE("gather's table gradient: vocab, batch and d_model split over x, y, z"
   // size 1) on others
   for (const auto& shape : mesh_shapes(world().size(), {V, B, D})) {
     const mesh_t m(shape);
-    // the backward allreduces over y, batch's mesh dim (counted even where y has size 1)
+    // the backward allreduces over y, batch's mesh dim (counting nothing where y has size 1: a
+    // group of one rank)
     check_lookup<table_t, ids_t, true>(m, mesh_t::mask_v<y>);
   }
 }

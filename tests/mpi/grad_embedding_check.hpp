@@ -56,7 +56,7 @@ inline bool backward_is(const mp::counters& c, unsigned reduce_mask, unsigned ga
     const unsigned mask = kind == mp::collective::allreduce   ? reduce_mask
                           : kind == mp::collective::allgather ? gather_mask
                                                               : 0;
-    if (mask == 0) {
+    if (mask == 0 || c.group_of_one(mask)) {  // a group of one rank counts nothing
       if (c.total(kind).calls != 0) return false;
     } else {
       const auto& one = c.at(kind, mask);

@@ -227,7 +227,8 @@ struct tracked {
 };
 
 // shared_update<Tensor>(v): the allgather a sharded update of v makes (Adam's and AdamW's:
-// optimizer_slot::apply), restated: none when v is split over every mesh dim; else the p
+// optimizer_slot::apply), restated: none when v is split over every mesh dim or its replicas
+// are one rank (a group of one counts nothing); else the p
 // replicas (the ranks differing only in the mesh dims v does not use) take shares of the n
 // local elements in whole chunks of 16: of the C = ceil(n / 16) chunks, the first C mod p
 // shares hold floor(C / p) + 1 and the others floor(C / p), the last share ending at n: the
@@ -249,6 +250,7 @@ gather_count shared_update(const Tensor& v) {
   if (mask == 0) return {};
   const auto& m = v.mesh();
   const auto p = static_cast<std::uint64_t>(m.group_size(mask));
+  if (p == 1) return {};  // a group of one rank counts nothing
   const auto me = static_cast<std::uint64_t>(m.group_rank(mask));
   const std::uint64_t n = v.local().size(), chunks = (n + 15) / 16;
   const auto begin = [&](std::uint64_t j) {

@@ -324,8 +324,9 @@ TEST_CASE("a tensor assigned to a tensor of another dim order or type transposes
     }
   }
   CHECK_ALL_RANKS(same);
-  CHECK(mesh.counters().total(mp::collective::alltoall).calls == 0);   // no communication
-  CHECK(mesh.counters().total(mp::collective::allgather).calls == 3);  // the three gathers
+  CHECK(mesh.counters().total(mp::collective::alltoall).calls == 0);  // no communication
+  // the three gathers (a group of one rank counts nothing)
+  CHECK(mesh.counters().total(mp::collective::allgather).calls == (world().size() > 1 ? 3 : 0));
 }
 
 // A large slice, scratch buffer or staging buffer asks for 2 MiB pages before its first write

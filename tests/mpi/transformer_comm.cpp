@@ -53,16 +53,20 @@ std::uint64_t parameters_over(const table_sizes& s, std::uint64_t c) {
          + s.d * s.n / c;                                    // unembedding
 }
 
-// expected(layout, s, r, c): the README's table
+// over(n): 1 where a sum over a mesh dim of n ranks counts (n > 1), else 0: a group of one rank
+// moves and counts nothing
+std::uint64_t over(std::uint64_t n) { return n > 1 ? 1 : 0; }
+
+// expected(layout, s, r, c): the README's table; r ranks split the batch, c the model dims
 step_values expected(const std::string& layout, const table_sizes& s, std::uint64_t r,
                      std::uint64_t c) {
   const std::uint64_t rows = s.b / r * s.l;  // this processor's (batch, length) positions
-  if (layout == "data") return {1, parameters_over(s, 1)};
-  const std::uint64_t forward = rows * s.d * (1 + 2 * s.layers) + 3 * rows;
+  if (layout == "data") return {over(r), over(r) * parameters_over(s, 1)};
+  const std::uint64_t forward = over(c) * (rows * s.d * (1 + 2 * s.layers) + 3 * rows);
   // per block, the input gradients of q, k and v add up before their one sum (deferred sums)
-  const std::uint64_t backward = rows * s.d * (1 + 2 * s.layers);
+  const std::uint64_t backward = over(c) * rows * s.d * (1 + 2 * s.layers);
   if (layout == "model") return {forward, backward};
-  return {forward + 1, backward + parameters_over(s, c)};
+  return {forward + over(r), backward + over(r) * parameters_over(s, c)};
 }
 
 std::uint64_t other_collective_calls(const mp::counters& c) {
@@ -123,8 +127,8 @@ void one_step(const Mesh& mesh, const std::string& layout, std::uint64_t r, std:
   // Calls: every parameter gradient that sums over the batch goes into one bucket (all fit the
   // default 4 MiB), the activations' gradients sum once per receiving tensor: the unembedding
   // input and, per block, the attention input (q, k and v together) and the dense input.
-  const std::uint64_t activation_calls = layout == "data" ? 0 : 1 + 2 * o.layers;
-  const std::uint64_t bucket_calls = layout == "model" ? 0 : 1;
+  const std::uint64_t activation_calls = layout == "data" ? 0 : over(c) * (1 + 2 * o.layers);
+  const std::uint64_t bucket_calls = layout == "model" ? 0 : over(r);
   CHECK_ALL_RANKS(backward_calls == activation_calls + bucket_calls);
   CHECK_ALL_RANKS(forward_other == 0);
   CHECK_ALL_RANKS(backward_other == 0);
@@ -185,6 +189,8 @@ TEST_CASE("model+residual layout: reduce_scatters and allgathers in place of all
   const std::uint64_t moved = (attention_moves ? 1 : 0) + (contract_moves ? 1 : 0);
   const std::uint64_t gathered_weights =
       (attention_moves ? wo_local : 0) + (contract_moves ? f / p * d : 0);
+  // on one rank every group has one rank: nothing moves and nothing counts
+  const std::uint64_t counted = over(p);
 
   auto& c = mesh.counters();
   c.reset();
@@ -194,13 +200,16 @@ TEST_CASE("model+residual layout: reduce_scatters and allgathers in place of all
                              << c.values(mp::collective::reduce_scatter) << ", allgather "
                              << c.total(mp::collective::allgather).calls << " calls "
                              << c.values(mp::collective::allgather));
-  CHECK_ALL_RANKS(c.values(mp::collective::allreduce) == 3 * b * l);
-  CHECK_ALL_RANKS(c.total(mp::collective::reduce_scatter).calls == 1 + (2 - moved) * layers);
-  CHECK_ALL_RANKS(c.values(mp::collective::reduce_scatter) == (1 + (2 - moved) * layers) * stream);
-  CHECK_ALL_RANKS(c.total(mp::collective::alltoall).calls == moved * layers);
-  CHECK_ALL_RANKS(c.total(mp::collective::allgather).calls == (2 * layers + 1) + moved * layers);
+  CHECK_ALL_RANKS(c.values(mp::collective::allreduce) == counted * (3 * b * l));
+  CHECK_ALL_RANKS(c.total(mp::collective::reduce_scatter).calls ==
+                  counted * (1 + (2 - moved) * layers));
+  CHECK_ALL_RANKS(c.values(mp::collective::reduce_scatter) ==
+                  counted * ((1 + (2 - moved) * layers) * stream));
+  CHECK_ALL_RANKS(c.total(mp::collective::alltoall).calls == counted * (moved * layers));
+  CHECK_ALL_RANKS(c.total(mp::collective::allgather).calls ==
+                  counted * ((2 * layers + 1) + moved * layers));
   CHECK_ALL_RANKS(c.values(mp::collective::allgather) ==
-                  (2 * layers + 1) * slice + gathered_weights * layers);
+                  counted * ((2 * layers + 1) * slice + gathered_weights * layers));
   c.reset();
   mp::backward(loss);
   INFO("backward: allreduce " << c.total(mp::collective::allreduce).calls << " calls "
@@ -209,12 +218,13 @@ TEST_CASE("model+residual layout: reduce_scatters and allgathers in place of all
                               << c.values(mp::collective::reduce_scatter) << ", allgather "
                               << c.total(mp::collective::allgather).calls << " calls "
                               << c.values(mp::collective::allgather));
-  CHECK_ALL_RANKS(c.values(mp::collective::allreduce) == stream + 5 * d * layers + l * d);
-  CHECK_ALL_RANKS(c.total(mp::collective::allreduce).calls == 2);
-  CHECK_ALL_RANKS(c.total(mp::collective::reduce_scatter).calls == 2 * layers);
-  CHECK_ALL_RANKS(c.values(mp::collective::reduce_scatter) == 2 * layers * stream);
-  CHECK_ALL_RANKS(c.total(mp::collective::allgather).calls == 2 * layers + 1);
-  CHECK_ALL_RANKS(c.values(mp::collective::allgather) == (2 * layers + 1) * slice);
+  CHECK_ALL_RANKS(c.values(mp::collective::allreduce) ==
+                  counted * (stream + 5 * d * layers + l * d));
+  CHECK_ALL_RANKS(c.total(mp::collective::allreduce).calls == counted * 2);
+  CHECK_ALL_RANKS(c.total(mp::collective::reduce_scatter).calls == counted * (2 * layers));
+  CHECK_ALL_RANKS(c.values(mp::collective::reduce_scatter) == counted * (2 * layers * stream));
+  CHECK_ALL_RANKS(c.total(mp::collective::allgather).calls == counted * (2 * layers + 1));
+  CHECK_ALL_RANKS(c.values(mp::collective::allgather) == counted * ((2 * layers + 1) * slice));
   CHECK_ALL_RANKS(c.total(mp::collective::alltoall).calls == 0);
 }
 

@@ -22,9 +22,9 @@
 // Counters (core/counters.hpp): one allreduce call per MPI call, its values the values it
 // sums, recorded when it starts: one per bucket, except that a bucket summed at once gives
 // each span of 1 MiB or more a call of its own, in place (packing it would cost more than
-// the call). A bucket over mesh dims of size 1 is counted (one call) and sends nothing. Open
-// MPI advances a nonblocking collective only inside MPI calls, hence poll(): backward calls it
-// after each node.
+// the call). A bucket over a group of one rank counts nothing and makes no MPI call (the
+// counters' rule: core/counters.hpp). Open MPI advances a nonblocking collective only inside MPI
+// calls, hence poll(): backward calls it after each node.
 #pragma once
 
 #include <climits>

@@ -19,9 +19,9 @@
 //
 // `over<Ms...>` names the mesh dims the collective runs over; it resolves at compile time to
 // the mesh's cached sub-communicator of the ranks that differ only in Ms (mesh.hpp). Each
-// call is recorded in the mesh's counters, even over mesh dims of size 1 (the values are part
-// of the operation's semantics, as in the paper's Table 1); an allreduce over no mesh dims at
-// all is no collective and is neither run nor counted. Every MPI call goes through
+// call is recorded in the mesh's counters, but a group of one rank (mesh dims all of size 1)
+// moves nothing and counts nothing (core/counters.hpp); an allreduce over no mesh dims at all
+// is no collective and is neither run nor counted. Every MPI call goes through
 // core/checked.hpp: its return code checked (an error names the rank, the call, the
 // operation, its mesh dims, type and count), counts of any size (split into calls of at most
 // INT_MAX values, or strided derived datatypes), and, with MESHPP_CHECK_COLLECTIVES=1, the

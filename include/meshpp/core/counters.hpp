@@ -10,9 +10,11 @@
 //   allreduce 2(p-1)/p·n·s, allgather (p-1)·n·s, reduce_scatter and alltoall (p-1)/p·n·s,
 //   broadcast n·s from the root, permute n·s, gather to a root n·s (n values of s bytes, p
 //   ranks in the group).
-// A collective over mesh dims of size 1 is counted (its values are part of the op's
-// semantics, as in the paper's table) but sends nothing and makes no MPI call; an allreduce
-// over no mesh dims at all is not a collective and is not counted.
+// One rule for every collective: a group of one rank moves nothing and counts nothing (no
+// call, no values, no bytes; no MPI call is made). By operation, such a call still lists its
+// kind and mesh dims in its operation's row, with zero counts, so that a plan made on one rank
+// shows where the operation communicates on a larger mesh (plan/enumerate.hpp reads it). An
+// allreduce over no mesh dims at all is not a collective and is not listed.
 //
 // By operation (off by default; always on for a planned mesh, core/mesh.hpp):
 //   mesh.counters().by_operation(true);
@@ -340,14 +342,21 @@ class counters {
   const std::vector<operation_count>& operations() const { return operations_; }
 
   /// @param mesh_dim_names the mesh dims in mesh order (bit i of a mask is dim i)
-  explicit counters(std::vector<std::string> mesh_dim_names)
-      : mesh_dim_names_(std::move(mesh_dim_names)) {
+  /// @param mesh_sizes their sizes, for the rule that a group of one rank counts nothing
+  ///        (empty: every group counts)
+  explicit counters(std::vector<std::string> mesh_dim_names, std::vector<int> mesh_sizes = {})
+      : mesh_dim_names_(std::move(mesh_dim_names)), mesh_sizes_(std::move(mesh_sizes)) {
     for (auto& per_mask : by_kind_) per_mask.assign(std::size_t{1} << mesh_dim_names_.size(), {});
   }
 
   // record(c, mask, values, bytes_sent): one call of collective c over the mesh dims in mask,
-  // of `values` values of this rank, sending bytes_sent
+  // of `values` values of this rank, sending bytes_sent; a group of one rank counts nothing
+  // (by operation, the call is listed with zero counts: see the top)
   void record(collective c, unsigned mask, std::uint64_t values, std::uint64_t bytes_sent) {
+    if (group_of_one(mask)) {
+      if (by_operation_) entry_of(c, mask);
+      return;
+    }
     auto& k = by_kind_[static_cast<std::size_t>(c)][mask];
     ++k.calls;
     k.values += values;
@@ -362,6 +371,13 @@ class counters {
   // strategy(s): the einsum open now made its product by strategy s (ops/einsum.hpp)
   void strategy(einsum_strategy s) {
     if (by_operation_) current().strategy = s;
+  }
+  // group_of_one(mask): the group over the mesh dims in mask has one rank (known sizes only)
+  bool group_of_one(unsigned mask) const {
+    if (mesh_sizes_.empty()) return false;
+    for (std::size_t i = 0; i < mesh_sizes_.size(); ++i)
+      if ((mask & (1u << i)) && mesh_sizes_[i] != 1) return false;
+    return true;
   }
   // record_einsum(flops, shape, calls): an einsum's local products, `calls` gemms of `shape`
   // making `flops` (2 m n k each)
@@ -491,6 +507,7 @@ class counters {
   inline static const std::string forward = "forward";
 
   std::vector<std::string> mesh_dim_names_;
+  std::vector<int> mesh_sizes_;  // empty: unknown (every group counts)
   bool by_operation_ = false;
   bool timed_ = false;
   clock::time_point mark_{};

@@ -249,7 +249,8 @@ class mesh_base {
   mesh_base(std::shared_ptr<const detail::mesh_state> s, bool planned)
       : state_(std::move(s)),
         counters_(std::make_shared<meshpp::counters>(
-            std::vector<std::string>(names().begin(), names().end()))) {
+            std::vector<std::string>(names().begin(), names().end()),
+            std::vector<int>(sizes().begin(), sizes().end()))) {
     if (planned) counters_->by_operation(true);  // a plan is read by operation
   }
 

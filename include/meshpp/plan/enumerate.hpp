@@ -620,13 +620,14 @@ class layout_enumeration {
     };
     // collect(kind, mask, values, calls, value_bytes, others): `calls` collectives over the
     // mesh dims in mask, each of `values` values on this rank (an allgather: receiving
-    // `others` from the rest of its group), counted as the counters count them (over a group
-    // of one rank too, moving nothing; bytes sent per call: allreduce 2 (p - 1) / p of its
-    // bytes, allgather the others' bytes, alltoall (p - 1) / p)
+    // `others` from the rest of its group), counted as the counters count them (a group of
+    // one rank counts nothing; bytes sent per call: allreduce 2 (p - 1) / p of its bytes,
+    // allgather the others' bytes, alltoall (p - 1) / p)
     auto collect = [&](collective kind, unsigned mask, double values, double calls,
                        std::size_t value_bytes, double others = 0) {
       if (mask == 0 || calls == 0) return;
       const auto p = static_cast<std::uint64_t>(group(mask));
+      if (p == 1) return;
       const auto v = static_cast<std::uint64_t>(std::llround(values));
       const std::uint64_t b = v * value_bytes;
       const std::uint64_t per_call =
@@ -634,9 +635,8 @@ class layout_enumeration {
           : kind == collective::allgather
               ? static_cast<std::uint64_t>(std::llround(others)) * value_bytes
               : (p - 1) * b / p;
-      if (p > 1)
-        c.cost.communication +=
-            calls * machine_.seconds(kind, static_cast<int>(p), static_cast<double>(per_call));
+      c.cost.communication +=
+          calls * machine_.seconds(kind, static_cast<int>(p), static_cast<double>(per_call));
       auto& k = c.collectives.of(kind);
       const auto n = static_cast<std::uint64_t>(std::llround(calls));
       k.calls += n;
