@@ -11,16 +11,19 @@ void train(const mp::mesh_pick& pick, const mp::text_corpus& text, const options
   });
 }
 
-mp::plan step_plan(const mp::mesh_pick& pick, const options& o, std::size_t vocab) {
-  return layouts::plan_of(pick, [&](const auto& mesh, auto option) {
+// one planned step under any candidate of `layouts` (planned_step of its mesh and residual)
+auto one_planned_step(const options& o, std::size_t vocab) {
+  return [&o, vocab](const auto& mesh, auto option) {
     planned_step<std::decay_t<decltype(mesh)>, residual_of<decltype(option)>>(mesh, o, vocab);
-  });
+  };
+}
+
+mp::plan step_plan(const mp::mesh_pick& pick, const options& o, std::size_t vocab) {
+  return layouts::plan_of(pick, one_planned_step(o, vocab));
 }
 
 void add_layouts(mp::layout_search& search, int ranks, const options& o, std::size_t vocab) {
-  layouts::add_to(search, ranks, [&](const auto& mesh, auto option) {
-    planned_step<std::decay_t<decltype(mesh)>, residual_of<decltype(option)>>(mesh, o, vocab);
-  });
+  layouts::add_to(search, ranks, one_planned_step(o, vocab));
 }
 
 // The models and planned steps that transformer.hpp declares extern (the tests and the bench

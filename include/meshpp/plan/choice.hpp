@@ -154,7 +154,7 @@ class mesh_choice {
   static decltype(auto) run(const mesh_pick& pick, F&& f) {
     return visit(pick.name, [&](auto option) -> decltype(auto) {
       using Mesh = typename decltype(option)::mesh_type;
-      const Mesh mesh(sizes_of<Mesh>(pick));
+      const Mesh mesh(sizes_of<Mesh>(pick.name, pick.sizes));
       return detail::call_option<decltype(option)>(f, mesh);
     });
   }
@@ -166,7 +166,7 @@ class mesh_choice {
     return visit(pick.name, [&](auto option) {
       using Mesh = typename decltype(option)::mesh_type;
       return make_plan<Mesh>(
-          sizes_of<Mesh>(pick),
+          sizes_of<Mesh>(pick.name, pick.sizes),
           [&](const Mesh& m) { detail::call_option<decltype(option)>(step, m); }, as_rank);
     });
   }
@@ -212,13 +212,16 @@ class mesh_choice {
     }
   }
 
+  // sizes_of<Mesh>(name, shape): shape as Mesh's sizes; an error naming the layout unless it
+  // has Mesh's number of dims
   template <class Mesh>
-  static typename Mesh::coordinates_type sizes_of(const mesh_pick& pick) {
+  static typename Mesh::coordinates_type sizes_of(std::string_view name,
+                                                  const std::vector<int>& shape) {
     typename Mesh::coordinates_type sizes{};
-    if (pick.sizes.size() != sizes.size())
-      throw error("meshpp::mesh_choice: layout '" + pick.name + "' has a mesh of " +
-                  std::to_string(sizes.size()) + " dims, not " + std::to_string(pick.sizes.size()));
-    std::copy(pick.sizes.begin(), pick.sizes.end(), sizes.begin());
+    if (shape.size() != sizes.size())
+      throw error("meshpp::mesh_choice: layout '" + std::string(name) + "' has a mesh of " +
+                  std::to_string(sizes.size()) + " dims, not " + std::to_string(shape.size()));
+    std::copy(shape.begin(), shape.end(), sizes.begin());
     return sizes;
   }
 
@@ -226,8 +229,7 @@ class mesh_choice {
   static void add_one(layout_search& search, int ranks, Step& step) {
     using Mesh = typename Option::mesh_type;
     for (const auto& shape : detail::mesh_shapes(Mesh::ndims, ranks)) {
-      search.template add<Mesh>(std::string(Option::name()),
-                                sizes_of<Mesh>({std::string(Option::name()), shape}),
+      search.template add<Mesh>(std::string(Option::name()), sizes_of<Mesh>(Option::name(), shape),
                                 [&](const Mesh& m) { detail::call_option<Option>(step, m); });
     }
   }
