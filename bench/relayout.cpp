@@ -96,8 +96,8 @@ int main(int argc, char** argv) {
                  to_seq);
   }
   {
-    // uneven splits (README "Uneven splits"): both dims one short of a multiple of the ranks,
-    // so every block has its own size; against MPI_Alltoallv of exactly those blocks
+    // uneven splits (docs/concepts.md, "Uneven splits"): both dims one short of a multiple of the
+    // ranks, so every block has its own size; against MPI_Alltoallv of exactly those blocks
     const std::size_t rows = 4096 - 1, cols = 1024 - 1;
     const auto sizes = mp::extents{batch{} = rows, d_model{} = cols};
     const auto dp = mp::random_normal<float, batch, d_model>(mesh, sizes, 3);

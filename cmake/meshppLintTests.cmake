@@ -3,17 +3,22 @@
 #   lint/mpi_calls  every MPI call in include/ checked, no int casts, no Boost.MPI collectives
 #   lint/layers     no header includes one from a layer above its own
 #   lint/format     every C++ file formatted as .clang-format says   (needs clang-format)
+#   lint/diary      no lab notebook in README.md, the guides in docs/ (docs/benchmarks.md aside)
+#                   and the comments of include/: no dates, commit hashes, load averages, CPU
+#                   family/model numbers or benchmark run letters (history lives in git)
 #   lint/tidy       clang-tidy's checks of .clang-tidy over two examples that between them
 #                   use every layer (MNIST: idx files, dense layers, Adam; the Transformer:
 #                   attention, layer norm, dropout, text, checkpoints), include/meshpp's
-#                   warnings as errors (needs clang-tidy; 78 s in .ci/run, 2026-12-01)
+#                   warnings as errors (needs clang-tidy; about 80 s in .ci/run)
 set(lint_root ${PROJECT_SOURCE_DIR})
 
 add_test(NAME lint/mpi_calls
   COMMAND ${CMAKE_COMMAND} -DROOT=${lint_root} -P ${lint_root}/cmake/meshppLintMpi.cmake)
 add_test(NAME lint/layers
   COMMAND ${CMAKE_COMMAND} -DROOT=${lint_root} -P ${lint_root}/cmake/meshppLintLayers.cmake)
-set_tests_properties(lint/mpi_calls lint/layers PROPERTIES LABELS lint)
+add_test(NAME lint/diary
+  COMMAND ${CMAKE_COMMAND} -DROOT=${lint_root} -P ${lint_root}/cmake/meshppLintDiary.cmake)
+set_tests_properties(lint/mpi_calls lint/layers lint/diary PROPERTIES LABELS lint)
 
 find_program(MESHPP_CLANG_FORMAT NAMES clang-format-14 clang-format)
 find_program(MESHPP_CLANG_TIDY NAMES clang-tidy-14 clang-tidy)

@@ -1,4 +1,4 @@
-// custom_op: meshpp extended from outside, through its public names (README, "Extending
+// custom_op: meshpp extended from outside, through its public names (docs/extending.md, "Extending
 // meshpp"): a differentiable operation and an optimizer of one's own.
 //   mpiexec -n 2 build/examples/custom_op
 //

@@ -10,8 +10,8 @@
 //   mpiexec -n 4 --oversubscribe build/examples/draw_layouts --out docs
 //
 // Rank 0 writes the files (a drawing needs no other rank: it follows from the tensors' types
-// and sizes). docs/layout_2x2.svg, shown in the README, is this program's output at 4 ranks; a
-// test checks that it is current. Rank counts whose grid divides the sizes: 1, 2, 4, 8.
+// and sizes). docs/layout_2x2.svg, shown in docs/concepts.md, is this program's output at 4 ranks;
+// a test checks that it is current. Rank counts whose grid divides the sizes: 1, 2, 4, 8.
 #include <meshpp/meshpp.hpp>
 
 #include <cstdio>

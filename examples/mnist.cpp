@@ -17,7 +17,7 @@
 //   [--steps N] [--log-every N] [--seed S] [--json]
 //   [--checkpoint FILE [--checkpoint-every N] [--resume]]
 //
-// Checkpoints (README "Checkpoints"; needs parallel HDF5): --checkpoint FILE saves the weights,
+// Checkpoints (docs/checkpoints.md; needs parallel HDF5): --checkpoint FILE saves the weights,
 // the optimizer's state and the step to FILE every N steps and at the end; --resume starts from
 // FILE, under any layout and rank count, and goes on to the same --steps or --epochs total: the
 // losses are those of an uninterrupted run.
@@ -32,8 +32,8 @@
 // {"step", "loss", "epoch", "examples_per_second"} and a final one {"test_accuracy",
 // "seconds", "layout", "ranks", ...}.
 //
-// --layout auto chooses the layout before training (README "Layout search"): one step of each
-// layout (data+model on every mesh shape of the ranks) is planned and priced on the machine
+// --layout auto chooses the layout before training (docs/plans.md, "Layout search"): one step of
+// each layout (data+model on every mesh shape of the ranks) is planned and priced on the machine
 // model in --machine FILE (default meshpp-machine.txt, from examples/calibrate; built-in
 // defaults without it); rank 0 prints the ranking (not with --json), and every rank trains
 // with the first, as if it had been named.

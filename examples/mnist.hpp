@@ -153,7 +153,7 @@ std::unique_ptr<mp::optimizer> make_optimizer(const options& o, model<Mesh>& net
 
 // planned_step(mesh, data, o): one step as train() takes it (the network, its optimizer, one
 // batch), on images and labels made here, since a plan reads no data: what --layout auto
-// plans and prices on a planned mesh (README "Layout search")
+// plans and prices on a planned mesh (docs/plans.md, "Layout search")
 template <class Mesh>
 void planned_step(const Mesh& mesh, const mp::mnist_data& data, const options& o) {
   model<Mesh> net(mesh, data, o);

@@ -1,6 +1,6 @@
 // plan: what one training step of the README's Fashion-MNIST network (batch 100, 784 -> 1024 ->
 // 10, Adam) will communicate, compute and allocate per rank under its three layouts, before
-// anything runs (README "Plans"). No data and no communication: one process plans any mesh.
+// anything runs (docs/plans.md). No data and no communication: one process plans any mesh.
 //
 //   build/examples/plan                        # 4 ranks: data [4], model [4], data+model [2, 2]
 //   build/examples/plan --ranks 8 --report data+model
@@ -12,11 +12,11 @@
 // DIR/LAYOUT/NN.svg, NN the operation's row in the report. --check (under mpiexec with
 // --ranks ranks) also runs each step for real and compares the plan with the counters of the
 // run, per operation, on every rank: it prints "plan == counters" or exits non-zero.
-// Then the layout search (README "Layout search") ranks the layouts, data+model on every mesh
-// shape of the ranks, by the price of their plans on the machine model in --machine FILE
+// Then the layout search (docs/plans.md, "Layout search") ranks the layouts, data+model on every
+// mesh shape of the ranks, by the price of their plans on the machine model in --machine FILE
 // (default meshpp-machine.txt, from examples/calibrate; built-in defaults without it). Last,
 // every legal layout of the step's dims over the same mesh shapes, estimated without compiling
-// them (README "Every layout, estimated"): the top five of each and the one to paste.
+// them (docs/plans.md, "Every layout, estimated"): the top five of each and the one to paste.
 #include <meshpp/meshpp.hpp>
 
 #include <cstdint>

@@ -23,8 +23,8 @@
 //   [--log-every 50] [--json] [--checkpoint FILE [--checkpoint-every N] [--resume]]
 //   [--stop-after N] [--plan RANKS] [--machine FILE] [--memory-budget MIB] [--profile]
 //
-// --layout auto chooses the layout before training (README "Layout search"): it plans one step
-// under each of the four layouts, data+model on every mesh shape of the ranks, prices each
+// --layout auto chooses the layout before training (docs/plans.md, "Layout search"): it plans one
+// step under each of the four layouts, data+model on every mesh shape of the ranks, prices each
 // plan on the machine model in --machine FILE (default meshpp-machine.txt, written by
 // examples/calibrate; built-in defaults without it), prints the candidates ranked with their
 // terms (compute, passes, communication, memory), and trains the fastest that fits in
@@ -33,15 +33,15 @@
 //
 // --profile times every operation of the steps after the first (counters by operation, timed)
 // and prints, on rank 0 at the end, each beside its price in the plan of one step on the
-// machine model (--machine): what the search predicts against what ran (README "Prediction
+// machine model (--machine): what the search predicts against what ran (docs/plans.md, "Prediction
 // against what ran").
 //
 // --plan RANKS prints the plan of one training step under --layout on a mesh of RANKS ranks
-// (README "Plans"): per operation, the collectives, values and bytes each rank sends, the einsum
+// (docs/plans.md): per operation, the collectives, values and bytes each rank sends, the einsum
 // flops and the bytes of the tensors made, as rank 0 would; nothing is trained and nothing is
 // communicated, so any number of ranks is planned from one process.
 //
-// Checkpoints (README "Checkpoints"; needs parallel HDF5): --checkpoint FILE saves every
+// Checkpoints (docs/checkpoints.md; needs parallel HDF5): --checkpoint FILE saves every
 // variable, the optimizer's state and the step to FILE every N steps and at the end; --resume
 // starts from FILE, under any layout and rank count, and goes on to the same --steps.
 // --stop-after N ends the run after step N of the --steps schedule (saving first), as a job
@@ -51,7 +51,7 @@
 // Debian's bible-kjv-text (build/data/kjv.txt); 5% is held out for validation, every 20th block
 // of --validation-block characters (0: the last 5%). The vocab is the text's alphabet padded to
 // a multiple of --pad-vocab (1: unpadded, the vocab dim split unevenly where its mesh dim
-// does not divide it: README "Uneven splits"). Every rank reads the file; each builds
+// does not divide it: docs/concepts.md, "Uneven splits"). Every rank reads the file; each builds
 // only its own slice of each batch, from the global index, so the windows drawn and the
 // initial weights are the same under every layout and rank count.
 //

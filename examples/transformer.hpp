@@ -72,8 +72,8 @@ struct options {
   bool resume = false;               // start from the checkpoint (any layout, any rank count)
   std::size_t stop_after = 0;        // > 0: stop after this step (saving first), as if preempted
   // --profile: time every operation of the steps after this run's first, and print them beside
-  // the plan's prediction on the machine model in `machine` (README "Prediction against what
-  // ran")
+  // the plan's prediction on the machine model in `machine` (docs/plans.md, "Prediction against
+  // what ran")
   bool profile = false;
   std::string machine = "meshpp-machine.txt";  // the model --layout auto and --profile price on
 };

@@ -8,8 +8,8 @@
 //
 // Run at 1, 2 and 4 ranks. A mesh dim of size >= 2 exists only at 2 ranks or more, so cases
 // that need one (ranks that disagree) check the error there and the good outcome at 1 rank. A
-// split that does not divide is no error (README "Uneven splits"): cases 1, 7 and 8 check its
-// documented result.
+// split that does not divide is no error (docs/concepts.md, "Uneven splits"): cases 1, 7 and 8
+// check its documented result.
 #include <meshpp/autodiff/elementwise.hpp>
 #include <meshpp/autodiff/gradients.hpp>
 #include <meshpp/autodiff/reduce.hpp>
@@ -107,7 +107,7 @@ std::string text_of(std::size_t characters, char first = 'a') {
 // --- sizes that do not divide, are zero or negative ------------------------------------------
 
 TEST_CASE("1. full<>: a split size the mesh dim does not divide is a documented result") {
-  // near-equal blocks (README "Uneven splits"): every element 1, each rank its block
+  // near-equal blocks (docs/concepts.md, "Uneven splits"): every element 1, each rank its block
   line_mesh m({n_ranks()});
   const auto sizes = mp::extents{rows{} = 2, cols{} = nz() + 1};
   const auto t = mp::full<double, rows, cols>(m, sizes, 1.0);

@@ -121,7 +121,7 @@ TEST_CASE("only the mesh dims the output takes are scattered; the rest are allre
 
 TEST_CASE("a requested split the sizes do not divide: one reduce_scatter of uneven blocks") {
   // o of 3n + 1 over n ranks: blocks of n + ... (the first one longer); the product is made
-  // whole, then reduce-scattered with each block's count (README "Uneven splits")
+  // whole, then reduce-scattered with each block's count (docs/concepts.md, "Uneven splits")
   const int n = meshpp_test::world().size();
   using mesh_t = mp::mesh<mp::axes<all>, mp::layout<mp::split<h, all>>>;
   mesh_t mesh({n});

@@ -2,7 +2,7 @@
 // d requested split over md: the product is fused with its reduce_scatter
 // (comm/reduce_scatter_ring.hpp): one gemm per block of d, summed around the ring of md.
 // Every result is compared with a single-rank reference of the gathered inputs
-// (einsum_check.hpp), and the counters with the formula of the README ("Distributed
+// (einsum_check.hpp), and the counters with the formula of docs/computation.md ("Distributed
 // products"): one reduce_scatter over md of P values per rank, P = this rank's whole partial
 // product (the output's local size times |md|), sending (|md| - 1) / |md| * P values' bytes;
 // no allreduce, allgather or alltoall; 2 * P * k_local flops; or, where that sends fewer,

@@ -1,5 +1,5 @@
-// The Transformer's communication table (README "The Transformer's communication"): one
-// training step of examples/transformer's language model (forward, then backward) under the
+// The Transformer's communication table (docs/transformer.md, "The Transformer's communication"):
+// one training step of examples/transformer's language model (forward, then backward) under the
 // paper's three layouts allreduces exactly the values the table gives per processor, and uses
 // no other collective; under model+residual each kind of collective moves what the table's
 // row gives. The model's objects are the example's own (transformer_layouts).
@@ -57,7 +57,7 @@ std::uint64_t parameters_over(const table_sizes& s, std::uint64_t c) {
 // moves and counts nothing
 std::uint64_t over(std::uint64_t n) { return n > 1 ? 1 : 0; }
 
-// expected(layout, s, r, c): the README's table; r ranks split the batch, c the model dims
+// expected(layout, s, r, c): docs/transformer.md's table; r ranks split the batch, c the model dims
 step_values expected(const std::string& layout, const table_sizes& s, std::uint64_t r,
                      std::uint64_t c) {
   const std::uint64_t rows = s.b / r * s.l;  // this processor's (batch, length) positions

@@ -1,7 +1,7 @@
 // Plans of the Transformer (plan/plan.hpp): one training step of examples/transformer's
 // language model (forward, backward with its deferred sums and gradient buckets, an Adam step)
 // planned on a planned mesh predicts per operation exactly what the counters of the real step
-// record on the same rank, under the paper's three layouts and model+residual (README
+// record on the same rank, under the paper's three layouts and model+residual (docs/plans.md,
 // "Plans"). The model's objects are the example's own (transformer_layouts).
 #include <meshpp/meshpp.hpp>
 #include <meshpp/plan/enumerate.hpp>

@@ -7,17 +7,17 @@
 //   q.flush();                                    // sums every bucket still open
 //   b->wait();                                    // the span now holds the sums over the group
 //
-// A data-parallel step used to make one blocking allreduce per parameter (30 for a two-layer
-// Transformer); a bucket makes one for all the gradients that need the same sum, and the
+// Without buckets a data-parallel step makes one blocking allreduce per parameter (30 for a
+// two-layer Transformer); a bucket makes one for all the gradients that need the same sum, and the
 // buckets that fill early run while the rest of backward computes. Buckets of one group and
 // value type start in the order they fill, and every rank fills them in the same order (the
 // gradient graph is the same everywhere), so every rank issues the same collectives in the
 // same order on each communicator, as MPI requires.
 //
 // The buckets still open when the pass ends are summed then, with the blocking MPI_Allreduce:
-// nothing is left to overlap them with, and Open MPI 4.1's MPI_Iallreduce took 2.2x as long
-// as its MPI_Allreduce on 2 ranks here. A model whose gradients fit one bucket (the README's
-// MNIST network, the example Transformer at the default 4 MiB) thus makes the blocking call.
+// nothing is left to overlap them with, and Open MPI 4.1's MPI_Iallreduce takes about twice as
+// long as its MPI_Allreduce at 2 ranks. A model whose gradients fit one bucket (the MNIST
+// example's network, the example Transformer at the default 4 MiB) thus makes the blocking call.
 //
 // Counters (core/counters.hpp): one allreduce call per MPI call, its values the values it
 // sums, recorded when it starts: one per bucket, except that a bucket summed at once gives
@@ -171,7 +171,7 @@ class allreduce_bucket {
   }
 
   // sum_now(): the blocking MPI_Allreduce, which Open MPI 4.1 runs 2.2x faster than
-  // MPI_Iallreduce + MPI_Wait for 3.2 MB on 2 ranks here (0.32 against 0.72 ms): large spans
+  // MPI_Iallreduce + MPI_Wait for 3.2 MB on 2 ranks (0.32 against 0.72 ms): large spans
   // in place, one call each, the rest packed into one call. Every rank has the same spans.
   void sum_now() {
     std::vector<span> small;

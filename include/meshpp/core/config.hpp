@@ -14,8 +14,8 @@
 // MESHPP_KERNEL: before a kernel that is a template of the element type alone (it runs on
 // descriptors: sizes, strides, mesh masks), "do not inline it into its callers". Each
 // translation unit then optimizes one copy per element type, however many shapes, layouts and
-// meshes call it, rather than one inlined copy in every caller (README, Building). The kernels
-// do enough work a call (a gemm, a collective, a pass over a slice) that the call costs
+// meshes call it, rather than one inlined copy in every caller (docs/building.md, Compile time).
+// The kernels do enough work a call (a gemm, a collective, a pass over a slice) that the call costs
 // nothing measurable.
 #if defined(__GNUC__) || defined(__clang__)
 #define MESHPP_KERNEL __attribute__((noinline))

@@ -165,8 +165,8 @@ constexpr std::string_view strategy_name(einsum_strategy s) {
 /// @brief An operation as it records itself in the counters: the row's name, and the fields
 /// plans read (its kind, its operands' and result's dims, the dim it runs along). The
 /// library's operations describe themselves so (detail::listed_operation, row_operation); a
-/// user's operation may too, and is then planned and priced as the kind it names (README,
-/// Plans).
+/// user's operation may too, and is then planned and priced as the kind it names
+/// (docs/plans.md).
 struct operation_descriptor {
   std::string name;  // "einsum [batch, io] x [io, hidden] -> [batch, hidden]": the row's identity
   operation_kind kind = operation_kind::other;

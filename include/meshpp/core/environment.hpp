@@ -29,10 +29,9 @@ namespace detail {
 // map, zero-fill and fault in them afresh: on the Transformer's step, 880 000 page faults and
 // 3.4 times the time (bench/transformer). Blocks of every size come from the heap instead
 // (M_MMAP_MAX 0: no block gets a mapping of its own, so no mmap threshold applies; a threshold
-// alone stops at 32 MiB, glibc's largest, and the n = 4096 products' 64 MiB results were mapped
-// and faulted in afresh on every call, 0.14 to 0.44 s of a 0.75 s product on one machine,
-// docs/benchmark-runs.md, run C), and up
-// to 1 GiB of free heap is kept for the next step (memory freed below a block still in use
+// alone stops at 32 MiB, glibc's largest, and 64 MiB results would be mapped and faulted in
+// afresh on every call: 0.14 to 0.44 s of a 0.75 s distributed product), and up to 1 GiB of
+// free heap is kept for the next step (memory freed below a block still in use
 // stays with the process until malloc reuses it: MESHPP_SYSTEM_MALLOC=1 for a program that
 // wants large transient blocks given back at once). Skipped when the user set
 // MALLOC_MMAP_THRESHOLD_, MALLOC_MMAP_MAX_ or MALLOC_TRIM_THRESHOLD_ (glibc's own variables) or
@@ -54,11 +53,9 @@ inline bool keep_freed_memory() {
 // calls `kernel`, or nothing. `avx2`: the CPU has AVX2 and FMA (what OpenBLAS's Haswell
 // kernels need); `avx512`: it also has AVX-512 F, BW and VL (what its SkylakeX kernels need).
 // A DYNAMIC_ARCH OpenBLAS (Debian's) picks its kernels by the CPU's model number; on a model it
-// does not know, one newer than itself, it may fall back to kernels written before AVX2.
-// Measured on such a machine (2026-11-27, OpenBLAS 0.3.21 on an Intel CPU of family 6, model
-// 207, where it chose Prescott): the README's MNIST run took 60 s instead of 27 s with the
-// SkylakeX kernels, the Transformer step ran at a third of its speed. Nothing for any other
-// kernel, or without AVX2 and FMA.
+// does not know, one newer than itself, it may fall back to kernels written before AVX2, with
+// which the Fashion-MNIST example takes twice as long and the Transformer's step three times
+// (docs/building.md, BLAS kernels). Nothing for any other kernel, or without AVX2 and FMA.
 inline std::string_view better_blas_kernels(std::string_view kernel, bool avx2, bool avx512) {
   // OpenBLAS 0.3.21's names of its x86 kernels written before AVX2
   static constexpr std::string_view before_avx2[] = {
@@ -79,7 +76,7 @@ enum class why_kept { asked, cannot_switch, switch_failed };
 
 // blas_kernel_advice(kernel, cpu, avx2, avx512, why): the warning for OpenBLAS running the
 // kernels it calls `kernel` where better_blas_kernels names better ones, or nothing. `cpu`: the
-// CPU's family and model, as "family 6, model 207".
+// CPU's family and model, as "family F, model M" with the CPU's numbers.
 inline std::string blas_kernel_advice(std::string_view kernel, std::string_view cpu, bool avx2,
                                       bool avx512, why_kept why) {
   const std::string better(better_blas_kernels(kernel, avx2, avx512));
@@ -110,9 +107,8 @@ inline std::string blas_kernel_advice(std::string_view kernel, std::string_view 
 // avx2_kernels_advice(kernel, cpu, avx512, coretype): the warning for OpenBLAS running its AVX2
 // kernels (it calls them Haswell, and Zen on AMD) on a CPU with AVX-512 F, BW and VL because
 // OPENBLAS_CORETYPE (`coretype`, empty when unset) asks for them, or nothing. meshpp keeps the
-// user's choice and says what it costs: on an AMD CPU of family 26 whose environment set
-// OPENBLAS_CORETYPE=Haswell (2026-12-02), a 1024 x 1024 x 1024 sgemm took 18.0 ms against 9.8
-// with the SkylakeX kernels, and the README's MNIST run 11.1 s against 7.1.
+// user's choice and says what it costs: matrix products take up to twice as long as with the
+// SkylakeX kernels (docs/building.md, BLAS kernels).
 inline std::string avx2_kernels_advice(std::string_view kernel, std::string_view cpu, bool avx512,
                                        std::string_view coretype) {
   if (!avx512 || coretype.empty() || (kernel != "Haswell" && kernel != "Zen")) return {};

@@ -13,8 +13,8 @@
 //
 // Why not a plain loop: GCC does not vectorize a loop that calls std::sqrt (errno) or
 // compares floats to select (with -ftrapping-math it does not if-convert them); Adam's update
-// ran 3.7x slower as a plain loop than as batches on the 2-core test machine (2.4 against
-// 0.68 ms for the 813 k parameters of the README's MNIST network).
+// runs about 3.5 times slower as a plain loop than as batches (2.4 against 0.68 ms for the
+// 813 k parameters of the MNIST example's network).
 #pragma once
 
 #include <cmath>
@@ -29,9 +29,9 @@ namespace meshpp::detail {
 
 // flush_subnormal(x): x, or 0 when |x| is below the smallest normal number. A moment that
 // decays geometrically while its gradient stays 0 (a pixel that is always dark, a row nobody
-// looks up) sinks into subnormal numbers, which x86 handles up to ~100x slower: Adam on
-// Fashion-MNIST fell from 20000 to 5000 examples/s over ten epochs before this. Zero is what
-// the decay converges to anyway.
+// looks up) sinks into subnormal numbers, which x86 handles up to ~100x slower: without the
+// flush, Adam on Fashion-MNIST falls from 20000 to 5000 examples/s over ten epochs. Zero is
+// what the decay converges to anyway.
 template <class T>
 requires std::is_floating_point_v<T> T flush_subnormal(T x) {
   return std::abs(x) < std::numeric_limits<T>::min() ? T(0) : x;

@@ -190,7 +190,7 @@ struct mesh_state {
 /// @brief The run-time part of every mesh<Axes, Rules>: its sizes, this rank's coordinates,
 /// the communicators of its groups and its counters, with mesh dims named by position (bit i
 /// of a mask is axis i). meshpp's kernels take a mesh_base, so that they are compiled once per
-/// element type, not once per mesh type (README, Building). A mesh converts to it.
+/// element type, not once per mesh type (docs/building.md, Compile time). A mesh converts to it.
 class mesh_base {
  public:
   // planning(): this is a planned mesh; operations record and do not run

@@ -44,7 +44,7 @@ struct strided_cursor {
 /// @brief Values of types Ts (references too) side by side, visited all at once: apply(f) is
 /// f(the values...). What std::tuple and std::apply do for meshpp, without their machinery:
 /// a tuple of n types instantiates some forty functions and classes, a pack n + 2, and every
-/// expression and traversal of meshpp makes one (README, Building).
+/// expression and traversal of meshpp makes one (docs/building.md, Compile time).
 template <std::size_t I, class T>
 struct pack_slot {
   T value;

@@ -12,8 +12,8 @@
 // Needs parallel HDF5 (Debian's libhdf5-openmpi-dev) and the CMake target meshpp::hdf5;
 // meshpp/meshpp.hpp does not include this header, so the rest of meshpp builds without HDF5.
 //
-// The file (HDF5 1.8's format, with checksummed metadata; h5dump and h5py read it; README
-// "Checkpoints" shows one):
+// The file (HDF5 1.8's format, with checksummed metadata; h5dump and h5py read it;
+// docs/checkpoints.md shows one):
 //   /                       attributes format "meshpp checkpoint", format_version, mesh, ranks
 //   /variables/<name>       a dataset in the tensor's GLOBAL shape, its element type
 //                           (float32/64, int32/64, little-endian); attributes dims (the dim

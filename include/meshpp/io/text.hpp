@@ -389,7 +389,7 @@ constexpr std::uint64_t splitmix64_mix(std::uint64_t z) {
 }
 
 // splitmix64{state}.next(): the state advances by the golden gamma, the output is its mix
-// (the reference generator of Steele et al.; from state 0: e220a8397b1dcdaf, ...).
+// (the reference generator of Steele et al.; from state 0: 0xe220a8397b1dcdaf, ...).
 struct splitmix64 {
   std::uint64_t state = 0;
   constexpr std::uint64_t next() { return splitmix64_mix(state += 0x9e3779b97f4a7c15u); }

@@ -11,7 +11,7 @@
 // Memory], which for a batch of sequences are larger than the caches (32 x 4 heads x 128 x 128
 // floats are 8 MiB): the six products per block (two forward, four backward) and the softmax
 // and its gradient each stream them from memory, and their small gemms (128 x 128 x 32) ran at
-// half the rate they reach on operands in cache (README, "The Transformer"). Here each head of
+// half the rate they reach on operands in cache (docs/transformer.md). Here each head of
 // each sequence is one tile: its scores are computed, turned into probabilities in place,
 // stored, and multiplied by the values while they are in L2; backward reads each tile of the
 // probabilities once and computes the gradients of the values, the scores and then the queries

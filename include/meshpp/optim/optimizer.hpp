@@ -23,14 +23,11 @@
 // Plain SGD reads 3 arrays an element, and its step at 2 ranks was 3% slower sharded (the
 // allgather costs more than half its pass), so SGD does not shard.
 // Whether sharding gains depends on the machine: it trades 1 - 1/p of the update's arithmetic
-// and memory traffic for an allgather. With the update vectorized for the CPU (-march=native,
-// AVX-512) on a machine whose two cores move data slowly between them, Adam's update of the
-// MNIST model's 0.8 M values took 0.57-0.81 ms whole and 0.84-1.27 ms sharded at 2 ranks in
-// one pair of runs, and the two were within the noise in later ones (README, Optimizers); on
-// an earlier machine sharding gained. So by default (sharding::measured) each variable's
-// updates are timed both ways on its first updates and the faster way is kept: update 1
-// sharded (untimed: the state is made then), updates 2-3 sharded and timed, update 4 whole
-// and untimed (it completes the state first), 5-6 whole and timed, each way's fastest taken;
+// and memory traffic for an allgather, which costs more than it saves where the cores move
+// data slowly between them (docs/training.md, Optimizers). So by default (sharding::measured)
+// each variable's updates are timed both ways on its first updates and the faster way is kept:
+// update 1 sharded (untimed: the state is made then), updates 2-3 sharded and timed, update 4
+// whole and untimed (it completes the state first), 5-6 whole and timed, each way's fastest;
 // at update 7 one MPI_Allreduce (MAX) of the two times over the variable's mesh agrees the
 // choice on every rank, kept from then on. A variable without replicas is treated as under
 // sharding::on (nothing to time). Results are the same bits either way.
@@ -62,8 +59,8 @@
 // loss, and the loss is the same on every rank: check it (std::isfinite) before step() to skip
 // a step or stop.
 //
-// Writing a new optimizer (optim/sgd.hpp is the shortest example, README "Extending meshpp"
-// a complete one):
+// Writing a new optimizer (optim/sgd.hpp is the shortest example, docs/extending.md a complete
+// one):
 //   struct my_options { double learning_rate = 0.1; ... };      // the hyperparameters
 //   template <class Tensor, class Options>
 //   class my_slot : public mp::optimizer_slot<Tensor> {         // one variable and its state

@@ -153,7 +153,7 @@ class machine_model {
   // contributor's). p = 1: 0 (no call is made). At a measured p: between the smallest and
   // largest measured sizes, the measured times joined by straight lines (a piecewise
   // alpha-beta model: one line cannot follow both the in-cache and the out-of-cache rates of
-  // shared-memory MPI, README "Machine model and calibration"); below them the smallest's
+  // shared-memory MPI, docs/plans.md, "Machine model and calibration"); below them the smallest's
   // time (latency); above them the largest's bandwidth, t_last * bytes / bytes_last; with no
   // measured times, the line. Between measured group sizes: interpolated linearly in log p;
   // beyond them: the nearest's, its alpha scaled by log p / log p_nearest (small messages go
@@ -392,9 +392,9 @@ inline double machine_model::seconds(collective c, int p, double bytes_sent) con
 inline machine_model machine_model::defaults() {
   // Stand-ins until a machine is calibrated: examples/calibrate at 2 ranks on the 2-core Debian
   // 12 VM meshpp is developed on (Open MPI 4.1.4 over shared memory, OpenBLAS 0.3.21 one thread
-  // a rank), run on 2026-11-26 with the machine idle (README "Machine model and calibration"),
+  // a rank), run with the machine idle (docs/plans.md, "Machine model and calibration"),
   // rounded to two digits. Lines only, at 2 ranks; other group sizes by the log p rule of
-  // seconds(). A line is off by up to 2x on this machine (16 MiB allreduced in 5.3 ms, the line
+  // seconds(). A line is off by up to 2x on that machine (16 MiB allreduced in 5.3 ms, the line
   // says 2.8 ms; 1 MiB in 0.11 ms, the line 0.18 ms): calibrate for anything that matters.
   machine_model m;
   m.source =

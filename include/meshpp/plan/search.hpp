@@ -381,7 +381,8 @@ class layout_search {
   /// that the machine model has no figures for (priced from the nearest group size it has:
   /// machine_model::seconds), or "" if there are none. A model calibrated at 2 ranks prices a
   /// 4-rank search that way; 4 ranks sharing 2 cores cost far more per call than that says
-  /// (README "At 4 ranks, measured"), so the note says to calibrate at the rank count that runs.
+  /// (docs/plans.md, "At 4 ranks on 2 cores"), so the note says to calibrate at the rank count that
+  /// runs.
   std::string extrapolated() const {
     std::set<std::pair<collective, int>> missing;  // in order, each once
     for (const auto& c : candidates_) {

@@ -74,7 +74,8 @@ void ring_pass(MPI_Comm comm, std::size_t p, std::size_t me, std::size_t largest
 // but its own once, as MPI_Reduce_scatter does. Over more than 2 members the partial sums pass
 // through two staging buffers of the largest block, kept for the thread (core/blocks.hpp). in
 // and out must not overlap, as in MPI.
-// At 2 ranks it takes well under MPI_Reduce_scatter_block's time (README, Collectives).
+// At 2 ranks it takes well under MPI_Reduce_scatter_block's time (docs/computation.md,
+// Collectives).
 template <class T>
 void ring_sum_scatter(MPI_Comm comm, std::size_t p, std::size_t me, const T* in,
                       std::span<const std::size_t> at, T* out, const call_site& site) {
