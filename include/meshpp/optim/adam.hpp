@@ -32,6 +32,8 @@
 #include <vector>
 
 #include "meshpp/autodiff/traced.hpp"
+#include "meshpp/core/config.hpp"
+#include "meshpp/core/lanes.hpp"
 #include "meshpp/optim/optimizer.hpp"
 
 namespace meshpp {
@@ -87,6 +89,40 @@ void check_adam_options(std::string_view who, const Options& o) {
     check_non_negative(who, "weight_decay", o.weight_decay);
 }
 
+// adam_rule<T>: the coefficients adam_update reads (correct1, correct2: the bias corrections
+// 1 / (1 - beta^t) of this update)
+template <class T>
+struct adam_rule {
+  T learning_rate, beta1, beta2, epsilon, correct1, correct2, weight_decay;
+};
+
+// adam_update<T>(n, p, g, m, v, rule): Adam's rule over n elements of p from g, through the
+// moments m and v; one pass in SIMD batches (core/lanes.hpp), compiled once per element type
+template <class T>
+MESHPP_KERNEL void adam_update(std::size_t n, T* p, const T* g, T* m, T* v,
+                               const adam_rule<T>& rule) {
+  const T lr = rule.learning_rate, beta1 = rule.beta1, beta2 = rule.beta2, eps = rule.epsilon;
+  const T correct1 = rule.correct1, correct2 = rule.correct2, wd = rule.weight_decay;
+  for_each_lane<T>(
+      n,
+      [&](auto& p, const auto& g, auto& m, auto& v) {
+        using std::sqrt;
+        using V = std::remove_cvref_t<decltype(p)>;
+        m = flush_subnormal(V(beta1) * m + V(1 - beta1) * g);
+        v = flush_subnormal(V(beta2) * v + V(1 - beta2) * g * g);
+        const V m_hat = m * V(correct1);
+        const V v_hat = v * V(correct2);
+        p -= V(lr) * (m_hat / (sqrt(v_hat) + V(eps)) + V(wd) * p);
+      },
+      p, g, m, v);
+}
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE void adam_update<float>(std::size_t, float*, const float*, float*, float*,
+                                               const adam_rule<float>&);
+MESHPP_KERNEL_INSTANCE void adam_update<double>(std::size_t, double*, const double*, double*,
+                                                double*, const adam_rule<double>&);
+#endif
+
 // adam_slot<Tensor, Options>: a variable, its two moments and its count of updates; the
 // decoupled decay when Options has a weight_decay
 template <class Tensor, class Options>
@@ -113,24 +149,12 @@ class adam_slot final : public optimizer_slot<Tensor> {
     const T correct2 = static_cast<T>(1 / (1 - std::pow(o.beta2, t)));
     T wd = 0;
     if constexpr (requires { o.weight_decay; }) wd = static_cast<T>(o.weight_decay);
-
-    // one pass over this rank's shard of p, g, m, v in SIMD batches (core/lanes.hpp)
     const auto [begin, end] = this->shard();
     this->count_passes(7);  // p, g, m, v read; p, m, v written
-    for_each_lane<T>(
-        end - begin,
-        [&](auto& p, const auto& g, auto& m, auto& v) {
-          using std::sqrt;
-          using V = std::remove_cvref_t<decltype(p)>;
-          m = flush_subnormal(V(beta1) * m + V(1 - beta1) * g);
-          v = flush_subnormal(V(beta2) * v + V(1 - beta2) * g * g);
-          const V m_hat = m * V(correct1);
-          const V v_hat = v * V(correct2);
-          p -= V(lr) * (m_hat / (sqrt(v_hat) + V(eps)) + V(wd) * p);
-        },
-        this->parameter().local().data() + begin,
-        std::as_const(this->gradient().local()).data() + begin, m_->local().data() + begin,
-        v_->local().data() + begin);
+    adam_update<T>(end - begin, this->parameter().local().data() + begin,
+                   std::as_const(this->gradient().local()).data() + begin,
+                   m_->local().data() + begin, v_->local().data() + begin,
+                   {lr, beta1, beta2, eps, correct1, correct2, wd});
   }
   bool shardable() const override { return true; }
   std::vector<Tensor*> state_tensors() override {

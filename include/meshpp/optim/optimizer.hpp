@@ -100,6 +100,7 @@
 
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/comm/collectives.hpp"
+#include "meshpp/core/config.hpp"
 #include "meshpp/core/divides.hpp"
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
@@ -198,6 +199,18 @@ class slot_base {
   }
 };
 
+// the errors of a gradient that does not fit its variable (optimizer_slot::check)
+[[noreturn]] MESHPP_KERNEL inline void gradient_on_another_mesh(const std::string& name) {
+  throw error("meshpp::optimizer::step(): the gradient of variable '" + name +
+              "' lives on another mesh than the variable");
+}
+[[noreturn]] MESHPP_KERNEL inline void gradient_sizes_differ(const std::string& name,
+                                                             const std::string& gradient,
+                                                             const std::string& variable) {
+  throw error("meshpp::optimizer::step(): the gradient of variable '" + name + "' has sizes " +
+              gradient + ", the variable " + variable);
+}
+
 template <class X>
 inline constexpr bool is_variable_v = false;
 template <class Tensor>
@@ -288,14 +301,9 @@ class optimizer_slot : public detail::slot_base {
   void check() const override {
     const Tensor& v = variable_.value();
     const Tensor& g = *variable_.node()->grad;
-    if (!(g.mesh() == v.mesh())) {
-      throw error("meshpp::optimizer::step(): the gradient of variable '" + name() +
-                  "' lives on another mesh than the variable");
-    }
-    if (g.global_shape() != v.global_shape()) {
-      throw error("meshpp::optimizer::step(): the gradient of variable '" + name() +
-                  "' has sizes " + to_string(g.sizes()) + ", the variable " + to_string(v.sizes()));
-    }
+    if (!(g.mesh() == v.mesh())) detail::gradient_on_another_mesh(name());
+    if (g.global_shape() != v.global_shape())
+      detail::gradient_sizes_differ(name(), to_string(g.sizes()), to_string(v.sizes()));
   }
 
  protected:

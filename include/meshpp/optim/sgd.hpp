@@ -25,6 +25,8 @@
 #include <utility>
 
 #include "meshpp/autodiff/traced.hpp"
+#include "meshpp/core/config.hpp"
+#include "meshpp/core/lanes.hpp"
 #include "meshpp/optim/optimizer.hpp"
 
 namespace meshpp {
@@ -59,6 +61,48 @@ inline void check_options(const sgd_options& o) {
   }
 }
 
+// sgd_rule: the hyperparameters sgd_update reads
+struct sgd_rule {
+  double learning_rate, weight_decay, momentum;
+  bool nesterov;
+};
+
+// sgd_update<T>(n, p, g, b, rule): SGD's rule over n elements of p from g, through the momentum
+// buffer b (null: no momentum); one pass in SIMD batches (core/lanes.hpp), compiled once per
+// element type
+template <class T>
+MESHPP_KERNEL void sgd_update(std::size_t n, T* p, const T* g, T* b, const sgd_rule& rule) {
+  const T lr = static_cast<T>(rule.learning_rate);
+  const T wd = static_cast<T>(rule.weight_decay);
+  const T mu = static_cast<T>(rule.momentum);
+  if (b == nullptr) {
+    for_each_lane<T>(
+        n,
+        [&](auto& p, const auto& g) {
+          using V = std::remove_cvref_t<decltype(p)>;
+          p -= V(lr) * (g + V(wd) * p);
+        },
+        p, g);
+    return;
+  }
+  const bool nesterov = rule.nesterov;
+  for_each_lane<T>(
+      n,
+      [&](auto& p, const auto& g, auto& b) {
+        using V = std::remove_cvref_t<decltype(p)>;
+        const V d = g + V(wd) * p;
+        b = flush_subnormal(V(mu) * b + d);
+        p -= V(lr) * (nesterov ? d + V(mu) * b : b);
+      },
+      p, g, b);
+}
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE void sgd_update<float>(std::size_t, float*, const float*, float*,
+                                              const sgd_rule&);
+MESHPP_KERNEL_INSTANCE void sgd_update<double>(std::size_t, double*, const double*, double*,
+                                               const sgd_rule&);
+#endif
+
 // sgd_slot<Tensor, Options>: a variable and its momentum buffer
 template <class Tensor, class Options>
 class sgd_slot final : public optimizer_slot<Tensor> {
@@ -70,37 +114,16 @@ class sgd_slot final : public optimizer_slot<Tensor> {
 
   void update() override {
     const Options& o = *options_;
-    const T lr = static_cast<T>(o.learning_rate);
-    const T wd = static_cast<T>(o.weight_decay);
-    const T mu = static_cast<T>(o.momentum);
     const auto [begin, end] = this->shard();  // the whole slice: SGD does not shard
     T* p = this->parameter().local().data() + begin;
     const T* g = std::as_const(this->gradient().local()).data() + begin;
-    const std::size_t n = end - begin;
-    if (o.momentum == 0) {
-      this->count_passes(3);  // p, g read; p written
-      for_each_lane<T>(
-          n,
-          [&](auto& p, const auto& g) {
-            using V = std::remove_cvref_t<decltype(p)>;
-            p -= V(lr) * (g + V(wd) * p);
-          },
-          p, g);
-      return;
+    T* b = nullptr;
+    if (o.momentum != 0) {
+      if (!buffer_) buffer_.emplace(this->zeros_like_parameter());
+      b = buffer_->local().data() + begin;
     }
-    if (!buffer_) buffer_.emplace(this->zeros_like_parameter());
-    T* b = buffer_->local().data() + begin;
-    this->count_passes(5);  // p, g, b read; p, b written
-    const bool nesterov = o.nesterov;
-    for_each_lane<T>(
-        n,
-        [&](auto& p, const auto& g, auto& b) {
-          using V = std::remove_cvref_t<decltype(p)>;
-          const V d = g + V(wd) * p;
-          b = flush_subnormal(V(mu) * b + d);
-          p -= V(lr) * (nesterov ? d + V(mu) * b : b);
-        },
-        p, g, b);
+    this->count_passes(b ? 5 : 3);  // p, g (and b) read; p (and b) written
+    sgd_update<T>(end - begin, p, g, b, {o.learning_rate, o.weight_decay, o.momentum, o.nesterov});
   }
 
   // the momentum buffer (absent without momentum, and before the first update)
