@@ -89,6 +89,12 @@ MESHPP_KERNEL void allgather_over(const mesh_base& m, unsigned mask, std::span<c
             "MPI_Allgather", site);
   });
 }
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE void allgather_over<float>(const mesh_base&, unsigned,
+                                                  std::span<const float>, std::span<float>);
+MESHPP_KERNEL_INSTANCE void allgather_over<double>(const mesh_base&, unsigned,
+                                                   std::span<const double>, std::span<double>);
+#endif
 
 // allgather_blocks_over(m, mask, data, counts): the allgather of this rank's group over the
 // mesh dims in the bit set mask, in place: member j's block is counts[j] values at data +
@@ -130,6 +136,14 @@ MESHPP_KERNEL void allgather_blocks_over(const mesh_base& m, unsigned mask, std:
       },
       site);
 }
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE void allgather_blocks_over<float>(const mesh_base&, unsigned,
+                                                         std::span<float>,
+                                                         std::span<const std::size_t>);
+MESHPP_KERNEL_INSTANCE void allgather_blocks_over<double>(const mesh_base&, unsigned,
+                                                          std::span<double>,
+                                                          std::span<const std::size_t>);
+#endif
 
 // allgather_blocks_run(m, mask, in, out, counts): allgather<over<...>>::run_blocks over the
 // mesh dims in mask
@@ -143,6 +157,14 @@ MESHPP_KERNEL void allgather_blocks_run(const mesh_base& m, unsigned mask, std::
               out.begin() + static_cast<std::ptrdiff_t>(blocks.at[blocks.me]));
   allgather_blocks_over(m, mask, out, counts);
 }
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE void allgather_blocks_run<float>(const mesh_base&, unsigned,
+                                                        std::span<const float>, std::span<float>,
+                                                        std::span<const std::size_t>);
+MESHPP_KERNEL_INSTANCE void allgather_blocks_run<double>(const mesh_base&, unsigned,
+                                                         std::span<const double>, std::span<double>,
+                                                         std::span<const std::size_t>);
+#endif
 }  // namespace detail
 
 }  // namespace meshpp

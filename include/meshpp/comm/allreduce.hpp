@@ -57,6 +57,12 @@ MESHPP_KERNEL void allreduce_over(const mesh_base& m, unsigned mask, std::span<T
   allreduce_in_place(MPI_Comm(m.communicator(mask)), data.data(), data.size(), op,
                      collective_site<T>(m, "allreduce", mask, data.size()));
 }
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE void allreduce_over<float>(const mesh_base&, unsigned, std::span<float>,
+                                                  MPI_Op);
+MESHPP_KERNEL_INSTANCE void allreduce_over<double>(const mesh_base&, unsigned, std::span<double>,
+                                                   MPI_Op);
+#endif
 
 // allreduce_sum(m, mask, data): allreduce<over<...>, op::sum>::run(m, data) over the mesh dims
 // in the bit set mask, known at run time (a gradient's pending partial sums); none: nothing

@@ -130,6 +130,12 @@ MESHPP_KERNEL void alltoall_over(const mesh_base& m, unsigned mask, std::span<co
             "MPI_Alltoall", site);
   });
 }
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE void alltoall_over<float>(const mesh_base&, unsigned, std::span<const float>,
+                                                 std::span<float>);
+MESHPP_KERNEL_INSTANCE void alltoall_over<double>(const mesh_base&, unsigned,
+                                                  std::span<const double>, std::span<double>);
+#endif
 
 // alltoall_counted<T>(m, mask, send_counts): an alltoall of blocks of send_counts[j] values to
 // member j over the mesh dims in mask, counted once (this member's own block not among the
@@ -149,6 +155,12 @@ MESHPP_KERNEL alltoall_group alltoall_counted(const mesh_base& m, unsigned mask,
   m.counters().record(collective::alltoall, mask, values, bytes<T>(values - send_counts[me]));
   return {p, me, values};
 }
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE alltoall_group alltoall_counted<float>(const mesh_base&, unsigned,
+                                                              std::span<const std::size_t>);
+MESHPP_KERNEL_INSTANCE alltoall_group alltoall_counted<double>(const mesh_base&, unsigned,
+                                                               std::span<const std::size_t>);
+#endif
 
 // alltoall_blocks_where<T>(m, mask, send_counts, send_block, recv_counts, recv_block):
 // alltoall<over<...>>::run_blocks_where over the mesh dims in mask
@@ -203,6 +215,18 @@ MESHPP_KERNEL void alltoall_blocks_run(const mesh_base& m, unsigned mask, std::s
   if (!m.planning())
     std::copy_n(send.data() + send_at[me], send_counts[me], recv.data() + recv_at[me]);
 }
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE void alltoall_blocks_run<float>(const mesh_base&, unsigned,
+                                                       std::span<const float>,
+                                                       std::span<const std::size_t>,
+                                                       std::span<float>,
+                                                       std::span<const std::size_t>);
+MESHPP_KERNEL_INSTANCE void alltoall_blocks_run<double>(const mesh_base&, unsigned,
+                                                        std::span<const double>,
+                                                        std::span<const std::size_t>,
+                                                        std::span<double>,
+                                                        std::span<const std::size_t>);
+#endif
 
 // alltoall_in_pieces<T>(m, mask, send_counts, bound, move): alltoall<over<...>>::run_in_pieces
 // over the mesh dims in mask

@@ -56,6 +56,12 @@ MESHPP_KERNEL void broadcast_over(const mesh_base& m, unsigned mask, std::span<T
   broadcast_in_place(MPI_Comm(m.communicator(mask)), data.data(), data.size(), root,
                      collective_site<T>(m, "broadcast", mask, data.size()));
 }
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE void broadcast_over<float>(const mesh_base&, unsigned, std::span<float>,
+                                                  int);
+MESHPP_KERNEL_INSTANCE void broadcast_over<double>(const mesh_base&, unsigned, std::span<double>,
+                                                   int);
+#endif
 }  // namespace detail
 
 }  // namespace meshpp

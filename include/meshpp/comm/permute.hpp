@@ -82,6 +82,15 @@ MESHPP_KERNEL void permute_over(const mesh_base& m, unsigned mask, std::span<con
   std::copy_n(send.data() + send_at[me], std::min(send_counts[me], recv_counts[me]),
               recv.data() + recv_at[me]);
 }
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE void permute_over<float>(const mesh_base&, unsigned, std::span<const float>,
+                                                std::span<const std::size_t>, std::span<float>,
+                                                std::span<const std::size_t>);
+MESHPP_KERNEL_INSTANCE void permute_over<double>(const mesh_base&, unsigned,
+                                                 std::span<const double>,
+                                                 std::span<const std::size_t>, std::span<double>,
+                                                 std::span<const std::size_t>);
+#endif
 }  // namespace detail
 
 template <class Over>

@@ -132,6 +132,14 @@ MESHPP_KERNEL void reduce_scatter_over(const mesh_base& m, unsigned mask, std::s
       },
       piece);
 }
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE void reduce_scatter_over<float>(const mesh_base&, unsigned,
+                                                       std::span<const float>, std::span<float>,
+                                                       MPI_Op, bool);
+MESHPP_KERNEL_INSTANCE void reduce_scatter_over<double>(const mesh_base&, unsigned,
+                                                        std::span<const double>, std::span<double>,
+                                                        MPI_Op, bool);
+#endif
 
 // reduce_scatter_blocks_over(m, mask, in, out, counts, op, sum_ring): reduce_scatter<over<...>,
 // Op>::run_blocks over the mesh dims in mask
@@ -173,5 +181,17 @@ MESHPP_KERNEL void reduce_scatter_blocks_over(const mesh_base& m, unsigned mask,
     });
   }
 }
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE void reduce_scatter_blocks_over<float>(const mesh_base&, unsigned,
+                                                              std::span<const float>,
+                                                              std::span<float>,
+                                                              std::span<const std::size_t>, MPI_Op,
+                                                              bool);
+MESHPP_KERNEL_INSTANCE void reduce_scatter_blocks_over<double>(const mesh_base&, unsigned,
+                                                               std::span<const double>,
+                                                               std::span<double>,
+                                                               std::span<const std::size_t>, MPI_Op,
+                                                               bool);
+#endif
 }  // namespace detail
 }  // namespace meshpp

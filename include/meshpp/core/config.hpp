@@ -22,3 +22,16 @@
 #else
 #define MESHPP_KERNEL
 #endif
+
+// MESHPP_KERNEL_INSTANCE: after each kernel that is a template of the element type, its float
+// and double instances are named (`MESHPP_KERNEL_INSTANCE void k<float>(...);`) for the
+// optional kernels library (CMake: MESHPP_KERNELS_LIBRARY=ON, target meshpp::kernels). A
+// program linking meshpp::kernels (which defines MESHPP_SEPARATE_KERNELS) declares them
+// `extern template`: its translation units compile no copy and call the library's. The
+// library's one source (src/kernels.cpp, MESHPP_KERNELS_SOURCE) instantiates them. Header-only
+// (the default), neither is defined and the names are skipped.
+#if defined(MESHPP_KERNELS_SOURCE)
+#define MESHPP_KERNEL_INSTANCE template
+#elif defined(MESHPP_SEPARATE_KERNELS)
+#define MESHPP_KERNEL_INSTANCE extern template
+#endif

@@ -275,6 +275,16 @@ MESHPP_KERNEL void fill_random(T* data, std::span<const std::size_t> global,
     }
   }
 }
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE void fill_random<float>(float*, std::span<const std::size_t>,
+                                               std::span<const std::size_t>,
+                                               std::span<const std::size_t>, std::uint64_t, bool,
+                                               float, float);
+MESHPP_KERNEL_INSTANCE void fill_random<double>(double*, std::span<const std::size_t>,
+                                                std::span<const std::size_t>,
+                                                std::span<const std::size_t>, std::uint64_t, bool,
+                                                double, double);
+#endif
 
 // random_tensor<Tensor>(mesh, sizes, what, seed, a, b, normal): the tensor fill_random makes,
 // after the ranks agreed on the seed and the two arguments a and b (name and value each)

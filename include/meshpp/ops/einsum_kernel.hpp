@@ -238,6 +238,12 @@ MESHPP_KERNEL void copy_permuted(const T* src, std::span<const std::size_t> from
     }
   });
 }
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE void copy_permuted<float>(const float*, std::span<const std::size_t>,
+                                                 std::span<const std::size_t>, float*);
+MESHPP_KERNEL_INSTANCE void copy_permuted<double>(const double*, std::span<const std::size_t>,
+                                                  std::span<const std::size_t>, double*);
+#endif
 
 // einsum_gemms(mesh, s, ga, gb, c, gc, transposed): the local product's gemms, one per batch
 // index, into c (ld and batch strides gc's); transposed: c holds C^T, computed as B^T A^T.
@@ -262,5 +268,15 @@ MESHPP_KERNEL void einsum_gemms(const mesh_base& mesh, const einsum_sizes& s,
   else
     mesh.counters().record_einsum(flops, {s.m, s.n, s.k, ga.transposed, gb.transposed}, s.nb);
 }
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE void einsum_gemms<float>(const mesh_base&, const einsum_sizes&,
+                                                const batched_operand<float>&,
+                                                const batched_operand<float>&, float*,
+                                                const batched_operand<float>&, bool);
+MESHPP_KERNEL_INSTANCE void einsum_gemms<double>(const mesh_base&, const einsum_sizes&,
+                                                 const batched_operand<double>&,
+                                                 const batched_operand<double>&, double*,
+                                                 const batched_operand<double>&, bool);
+#endif
 
 }  // namespace meshpp::detail

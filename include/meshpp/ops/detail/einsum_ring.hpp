@@ -52,5 +52,15 @@ MESHPP_KERNEL void ring_product(const mesh_base& mesh, unsigned mask, bool scatt
   else
     mesh.counters().record_einsum(2ull * m * n * k, {mb, nb, k, ga.transposed, gb.transposed}, p);
 }
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE void ring_product<float>(const mesh_base&, unsigned, bool, bool, bool,
+                                                const gemm_operand<float>&,
+                                                const gemm_operand<float>&, std::size_t,
+                                                std::size_t, std::size_t, std::span<float>);
+MESHPP_KERNEL_INSTANCE void ring_product<double>(const mesh_base&, unsigned, bool, bool, bool,
+                                                 const gemm_operand<double>&,
+                                                 const gemm_operand<double>&, std::size_t,
+                                                 std::size_t, std::size_t, std::span<double>);
+#endif
 
 }  // namespace meshpp::detail
