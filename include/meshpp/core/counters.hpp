@@ -332,12 +332,7 @@ class counters {
   // only when counting by operation) gives the tensor's layout, kept once per operation
   template <class Layout>
   void made(std::uint64_t bytes, Layout&& layout) {
-    if (!by_operation_) return;
-    auto& op = current();
-    op.bytes_made += bytes;
-    tensor_layout l = std::forward<Layout>(layout)();
-    if (std::find(op.layouts.begin(), op.layouts.end(), l) == op.layouts.end())
-      op.layouts.push_back(std::move(l));
+    if (by_operation_) made_layout(bytes, std::forward<Layout>(layout)());
   }
   // streamed(bytes): the operation open now read (or wrote to scratch) this many bytes in
   // memory-bound passes (operation_count::bytes_streamed); bytes() is called only when counting
@@ -512,6 +507,13 @@ class counters {
     operations_.push_back(std::move(made_now));
     last_ = operations_.size() - 1;
     return operations_.back();
+  }
+  // made_layout(bytes, l): made() when counting by operation (one function for every layout)
+  MESHPP_KERNEL void made_layout(std::uint64_t bytes, tensor_layout l) {
+    auto& op = current();
+    op.bytes_made += bytes;
+    if (std::find(op.layouts.begin(), op.layouts.end(), l) == op.layouts.end())
+      op.layouts.push_back(std::move(l));
   }
   inline static const std::string unnamed = "(expressions, makers, copies)";
   inline static const std::string forward = std::string(forward_phase);
