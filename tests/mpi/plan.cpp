@@ -736,4 +736,22 @@ TEST_CASE(
   // its twin, well described, is read
   CHECK_NOTHROW(mp::layout_enumeration(
       described_as(mp::operation_kind::softmax, {{"batch", "classes"}}, "classes"), machine));
+  // an operation that communicates and that no rule prices is named by unpriced(), by its
+  // kind (not its name): sums that complete gradients (gradient_sums) are priced with them
+  auto summing_as = [&](mp::operation_kind kind) {
+    return mp::make_plan<mesh_t>({1, 1, 1}, [&](const mesh_t& m) {
+      const auto scope = m.counters().operation([&] {
+        auto d = mp::named_operation("gradient buckets");
+        d.kind = kind;
+        return d;
+      });
+      std::vector<float> sums(8);
+      mp::allreduce<mp::over<y>>::run(m, std::span<float>(sums));
+    });
+  };
+  const mp::layout_enumeration other(summing_as(mp::operation_kind::other), machine),
+      gradient_sums(summing_as(mp::operation_kind::gradient_sums), machine);
+  REQUIRE(other.unpriced().size() == 1);
+  CHECK(other.unpriced().front() == "forward gradient buckets");
+  CHECK(gradient_sums.unpriced().empty());
 }

@@ -78,7 +78,7 @@ inline std::vector<node_base*> topological_order(node_base* root) {
 // that throws clears the gradients of every node it visited, targets included.
 template <class L>
 void run_backward(node<L>& root, L seed, bool variables_are_targets, std::size_t bucket_bytes) {
-  const auto phase = seed.mesh().counters().phase("backward");
+  const auto phase = seed.mesh().counters().phase(std::string(counters::backward_phase));
   auto order = topological_order(&root);
   for (node_base* n : order) {
     if (variables_are_targets) n->is_target = n->is_variable;

@@ -165,8 +165,13 @@ struct node final : node_base {
   void settle() override {
     finish_in_flight();
     if (pending) {
-      const auto scope = value.mesh().counters().operation(
-          [] { return "deferred partial sums " + to_string(shape_type{}); });
+      const auto scope = value.mesh().counters().operation([] {
+        return operation_descriptor{"deferred partial sums " + to_string(shape_type{}),
+                                    operation_kind::gradient_sums,
+                                    {},
+                                    {},
+                                    false};
+      });
       allreduce_sum(value.mesh(), pending, std::span(grad->local().data(), grad->local().size()));
       pending = 0;
     }

@@ -146,7 +146,9 @@ class allreduce_bucket {
   static constexpr std::size_t own_call_bytes = std::size_t{1} << 20;
 
   void record(std::size_t values) {
-    const auto scope = counters_->operation([] { return std::string("gradient buckets"); });
+    const auto scope = counters_->operation([] {
+      return operation_descriptor{"gradient buckets", operation_kind::gradient_sums, {}, {}, false};
+    });
     const auto p = static_cast<std::uint64_t>(p_);
     counters_->record(collective::allreduce, mask_, values,
                       2 * (p - 1) * static_cast<std::uint64_t>(values * value_size_) / p);

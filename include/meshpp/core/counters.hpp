@@ -129,16 +129,18 @@ inline void sort_by_shape(std::vector<gemm_count>& list) {
 
 /// What an operation is, as plans read it (plan/enumerate.hpp prices each kind its own way).
 enum class operation_kind : std::uint8_t {
-  other,       // priced by what it communicated, streamed and made, as counted
-  einsum,      // dims: the two operands' and the result's; its gemm shapes recorded
-  attention,   // dims: q's, k's, v's and the result's (nn/fused_attention.hpp)
-  reduce,      // dims: the operand's and the result's; the dims between summed
-  take,        // dims: the table's, the ids' and the result's (ops/embedding.hpp)
-  softmax,     // row by row along `over`; dims: the operand's
-  logsumexp,   // the same, priced as the reductions it runs
-  layer_norm,  // row by row along `over`, priced as a softmax
-  reshape,     // dims: the operand's and the result's
-  update,      // an optimizer's update of one variable; `sharded`: of its stripe alone
+  other,          // priced by what it communicated, streamed and made, as counted
+  einsum,         // dims: the two operands' and the result's; its gemm shapes recorded
+  attention,      // dims: q's, k's, v's and the result's (nn/fused_attention.hpp)
+  reduce,         // dims: the operand's and the result's; the dims between summed
+  take,           // dims: the table's, the ids' and the result's (ops/embedding.hpp)
+  softmax,        // row by row along `over`; dims: the operand's
+  logsumexp,      // the same, priced as the reductions it runs
+  layer_norm,     // row by row along `over`, priced as a softmax
+  reshape,        // dims: the operand's and the result's
+  update,         // an optimizer's update of one variable; `sharded`: of its stripe alone
+  gradient_sums,  // the sums across ranks that complete gradients (the gradient buckets, a
+                  // node's deferred partial sums): an estimate prices them from the gradients
 };
 
 /// How an einsum made its product and output (ops/einsum.hpp says when each applies); none for
@@ -314,6 +316,14 @@ class counters {
     else
       return scope(this, false, named_operation(std::string(describe())));
   }
+  // The phases meshpp itself names: operations outside any phase scope count under
+  // forward_phase; backward() opens backward_phase, optimizer::step() optimizer_phase. Plans and
+  // the layout enumeration read these names (plan/detail/enumerate_model.hpp), so both sides
+  // spell them through these constants.
+  static constexpr std::string_view forward_phase = "forward";
+  static constexpr std::string_view backward_phase = "backward";
+  static constexpr std::string_view optimizer_phase = "optimizer";
+
   // phase(name): a scope for a phase of a step ("backward", "optimizer")
   [[nodiscard]] scope phase(std::string name) {
     return scope(by_operation_ ? this : nullptr, true, named_operation(std::move(name)));
@@ -322,12 +332,7 @@ class counters {
   // only when counting by operation) gives the tensor's layout, kept once per operation
   template <class Layout>
   void made(std::uint64_t bytes, Layout&& layout) {
-    if (!by_operation_) return;
-    auto& op = current();
-    op.bytes_made += bytes;
-    tensor_layout l = std::forward<Layout>(layout)();
-    if (std::find(op.layouts.begin(), op.layouts.end(), l) == op.layouts.end())
-      op.layouts.push_back(std::move(l));
+    if (by_operation_) made_layout(bytes, std::forward<Layout>(layout)());
   }
   // streamed(bytes): the operation open now read (or wrote to scratch) this many bytes in
   // memory-bound passes (operation_count::bytes_streamed); bytes() is called only when counting
@@ -503,8 +508,15 @@ class counters {
     last_ = operations_.size() - 1;
     return operations_.back();
   }
+  // made_layout(bytes, l): made() when counting by operation (one function for every layout)
+  MESHPP_KERNEL void made_layout(std::uint64_t bytes, tensor_layout l) {
+    auto& op = current();
+    op.bytes_made += bytes;
+    if (std::find(op.layouts.begin(), op.layouts.end(), l) == op.layouts.end())
+      op.layouts.push_back(std::move(l));
+  }
   inline static const std::string unnamed = "(expressions, makers, copies)";
-  inline static const std::string forward = "forward";
+  inline static const std::string forward = std::string(forward_phase);
 
   std::vector<std::string> mesh_dim_names_;
   std::vector<int> mesh_sizes_;  // empty: unknown (every group counts)

@@ -94,6 +94,22 @@ MESHPP_KERNEL inline tensor_layout layout_record(std::string type,
           {axis_of_dim.begin(), axis_of_dim.end()}};
 }
 
+// block_slice<T, N>(global, axis_of_dim, mesh, offsets): a new, uninitialized slice of the
+// block of these global sizes that this rank holds (block_at), its offsets set in offsets; a
+// large one is asked to be mapped in 2 MiB pages before its first write. One function for every
+// tensor type of T and N dims.
+template <class T, std::size_t N>
+MESHPP_KERNEL xt::xtensor<T, N> block_slice(const std::array<std::size_t, N>& global,
+                                            const std::array<int, N>& axis_of_dim,
+                                            const mesh_base& mesh,
+                                            std::array<std::size_t, N>& offsets) {
+  std::array<std::size_t, N> extent;
+  block_at(global, axis_of_dim, mesh.sizes(), mesh.coordinates(), offsets, extent);
+  xt::xtensor<T, N> slice(extent);
+  advise_huge_pages(slice.data(), slice.size() * sizeof(T));
+  return slice;
+}
+
 // axes_of_dims_v<S, Layout, Mesh>: for each dim of S, the axis of Mesh that Layout splits it
 // over, or -1 (whole): the run-time form of a layout that block_at reads
 template <class S, class Layout, class Mesh>
@@ -290,17 +306,10 @@ class tensor {
   // its conversion to index_type, not this)
   struct made_from_sizes {};
   tensor(const Mesh& m, const index_type& global, made_from_sizes)
-      : mesh_(m), global_(global), local_(this_block()) {
+      : mesh_(m),
+        global_(global),
+        local_(detail::block_slice<T, rank>(global_, axis_of_dim, mesh_, offsets_)) {
     mesh_.counters().made(local_.size() * sizeof(T), [this] { return layout_record(); });
-    // before the slice's first write: a large one asks to be mapped in 2 MiB pages
-    detail::advise_huge_pages(local_.data(), local_.size() * sizeof(T));
-  }
-
-  // this_block(): this rank's block's extents, its offsets set in offsets_ (the constructor's)
-  index_type this_block() {
-    index_type extent;
-    detail::block_at(global_, axis_of_dim, mesh_.sizes(), mesh_.coordinates(), offsets_, extent);
-    return extent;
   }
 
   template <class... E>

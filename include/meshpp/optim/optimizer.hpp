@@ -386,7 +386,7 @@ class optimizer {
     for (std::size_t i = 0; i < slots_.size(); ++i) {
       const auto& s = slots_[i];
       if (!s->has_grad()) continue;
-      const auto phase = s->mesh_counters().phase("optimizer");
+      const auto phase = s->mesh_counters().phase(std::string(counters::optimizer_phase));
       trial& t = trials_[i];
       const update_way way = how_to_update(*s, t);
       const bool shard = way.shard, timed = way.timed;  // (not bindings: a lambda reads shard)

@@ -38,10 +38,11 @@ struct row {
   int over = -1;                                        // softmax's dim
   std::vector<std::pair<tensor_dims, double>> layouts;  // made tensors, with their elements
   std::size_t value_bytes = 4;
-  bool communicated = false;  // it made a collective in the reference (over one rank)
-  std::string text;           // "phase name"
-  bool gradient = false;      // a backward einsum making a parameter's gradient
-  bool sharded = false;       // an update the replicas share (allgather)
+  bool communicated = false;   // it made a collective in the reference (over one rank)
+  bool gradient_sums = false;  // operation_kind::gradient_sums: priced with the gradients
+  std::string text;            // "phase name"
+  bool gradient = false;       // a backward einsum making a parameter's gradient
+  bool sharded = false;        // an update the replicas share (allgather)
   // an einsum's gemm calls, with its dims by role: m (A and C), n (B and C), k (A and B),
   // batch (all three); swapped: the call computes C^T (its m is the n dims)
   struct gemm_role {
@@ -243,6 +244,7 @@ class model_reader {
         parameter_dims.push_back(r.layouts.front().first.dims);
       }
       r.communicated = !o.collectives.empty();
+      r.gradient_sums = o.kind == operation_kind::gradient_sums;
       r.text = o.phase + " " + n;
       model_.rows.push_back(std::move(r));
     }
@@ -288,7 +290,7 @@ class model_reader {
     // each parameter's gradient: made by a backward einsum whose result has its dims, or else
     // summed over the data dims it lacks
     for (auto& r : rows) {
-      if (r.k != kind::einsum || r.phase != "backward") continue;
+      if (r.k != kind::einsum || r.phase != meshpp::counters::backward_phase) continue;
       for (const auto& p : parameter_dims)
         if (p == r.out.dims) r.gradient = true;
     }
@@ -317,14 +319,10 @@ class model_reader {
       if (!renames) r.k = kind::other;
     }
     // a row no rule prices that communicated (each collective is counted in the reference, over
-    // groups of one rank): priced without communication, and named by unpriced()
-    // (the gradient buckets and deferred partial sums are priced where their sums are made)
+    // groups of one rank): priced without communication, and named by unpriced() (sums that
+    // complete gradients, operation_kind::gradient_sums, are priced where the gradients are made)
     for (const auto& r : rows) {
-      const auto named = [&](std::string_view name) {
-        return r.text.find(name) == r.phase.size() + 1;
-      };
-      if (r.k == kind::other && r.communicated && !named("gradient buckets") &&
-          !named("deferred partial sums"))
+      if (r.k == kind::other && r.communicated && !r.gradient_sums)
         model_.unpriced.push_back(r.text);
     }
     // the tensors whose dims must lie on distinct mesh dims

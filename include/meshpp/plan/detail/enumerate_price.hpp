@@ -67,7 +67,7 @@ inline std::vector<gemm_count> local_gemms(const model& mod, const row& r,
       static_cast<double>(local(r.batch_dims)) /
       static_cast<double>(std::max<std::size_t>(1, mod.product(r.batch_dims)));
   std::size_t ring = 1;
-  if (r.phase == "forward" && r.batch_dims.empty()) {
+  if (r.phase == meshpp::counters::forward_phase && r.batch_dims.empty()) {
     for (const int d : r.k_dims) {
       const int a = axis[static_cast<std::size_t>(d)];
       if (a >= 0) ring *= static_cast<std::size_t>(mesh[static_cast<std::size_t>(a)]);
@@ -210,7 +210,7 @@ class pricing {
     const auto sum = [&](int over, double values, double calls) {
       collect(collective::allreduce, mask_of({over}), values, calls, r.value_bytes);
     };
-    if (r.phase == "forward") {
+    if (r.phase == meshpp::counters::forward_phase) {
       sum(a.key, scores, runs_of(r));           // the scores, over key
       sum(a.memory, rows, 2 * runs_of(r));      // softmax's maxima and sums
       sum(a.memory, local(r.out), runs_of(r));  // the output, over memory
