@@ -17,7 +17,8 @@
 # includes only its own layer's detail/ headers, never another layer's: a helper that layers
 # above use is no detail of its layer, and lives in a header outside detail/ (its names may
 # stay in namespace meshpp::detail), so that what a layer offers the others is in its folder.
-# meshpp.hpp, the umbrella, stands above all of them; no header includes it.
+# meshpp.hpp, the umbrella, stands above all of them; no header includes it. version.hpp, the
+# version's macros, includes nothing and stands below them all: any header may include it.
 cmake_minimum_required(VERSION 3.20)
 if(NOT ROOT)
   message(FATAL_ERROR "meshppLintLayers: pass -DROOT=<the repo>")
@@ -38,7 +39,7 @@ set(problems "")
 set(edges 0)
 foreach(header IN LISTS headers)
   if(NOT header MATCHES "/")
-    continue()  # meshpp.hpp, fwd.hpp
+    continue()  # meshpp.hpp, version.hpp
   endif()
   string(REGEX MATCH "^[^/]+" layer "${header}")
   if(NOT DEFINED rank_${layer})
@@ -50,6 +51,9 @@ foreach(header IN LISTS headers)
   foreach(line IN LISTS includes)
     string(REGEX REPLACE "^#include [\"<]meshpp/([^\">]+)[\">].*" "\\1" target "${line}")
     math(EXPR edges "${edges} + 1")
+    if(target STREQUAL "version.hpp")
+      continue()
+    endif()
     if(NOT target MATCHES "/")
       string(APPEND problems "  include/meshpp/${header} includes the umbrella ${target}\n")
       continue()

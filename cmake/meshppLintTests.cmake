@@ -6,6 +6,7 @@
 #   lint/diary      no lab notebook in README.md, the guides in docs/ (docs/benchmarks.md aside)
 #                   and the comments of include/: no dates, commit hashes, load averages, CPU
 #                   family/model numbers or benchmark run letters (history lives in git)
+#   lint/version    include/meshpp/version.hpp's version is project(meshpp VERSION ...)'s
 #   lint/tidy       clang-tidy's checks of .clang-tidy over two examples that between them
 #                   use every layer (MNIST: idx files, dense layers, Adam; the Transformer:
 #                   attention, layer norm, dropout, text, checkpoints), include/meshpp's
@@ -18,7 +19,9 @@ add_test(NAME lint/layers
   COMMAND ${CMAKE_COMMAND} -DROOT=${lint_root} -P ${lint_root}/cmake/meshppLintLayers.cmake)
 add_test(NAME lint/diary
   COMMAND ${CMAKE_COMMAND} -DROOT=${lint_root} -P ${lint_root}/cmake/meshppLintDiary.cmake)
-set_tests_properties(lint/mpi_calls lint/layers lint/diary PROPERTIES LABELS lint)
+add_test(NAME lint/version
+  COMMAND ${CMAKE_COMMAND} -DROOT=${lint_root} -P ${lint_root}/cmake/meshppLintVersion.cmake)
+set_tests_properties(lint/mpi_calls lint/layers lint/diary lint/version PROPERTIES LABELS lint)
 
 find_program(MESHPP_CLANG_FORMAT NAMES clang-format-14 clang-format)
 find_program(MESHPP_CLANG_TIDY NAMES clang-tidy-14 clang-tidy)

@@ -1,6 +1,8 @@
 // meshpp/meshpp.hpp — the whole public library in one include.
 #pragma once
 
+#include "meshpp/version.hpp"
+
 #include "meshpp/core/create.hpp"
 #include "meshpp/core/dim.hpp"
 #include "meshpp/core/environment.hpp"

@@ -1,5 +1,6 @@
 // A user's first meshpp program: a random tensor split over a mesh of every rank, gathered
-// back and compared with the same tensor made on one rank.
+// back and compared with the same tensor made on one rank. Rank 0 also prints meshpp's version
+// (consumer/pkg_config compares it with meshpp.pc's).
 #include <meshpp/meshpp.hpp>
 
 #include <cstdio>
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   using mesh_t = mp::mesh<mp::axes<all>, mp::layout<mp::split<batch, all>>>;
   mesh_t mesh({boost::mpi::communicator().size()});
+  if (mesh.rank() == 0) std::printf("meshpp %s\n", MESHPP_VERSION_STRING);
   const auto sizes = mp::extents{batch{} = 8, features{} = 3};
   const auto x = mp::random_normal<float, batch, features>(mesh, sizes, 42);
   const auto whole = mp::gather(x);
