@@ -61,5 +61,6 @@
 #include "meshpp/optim/adafactor.hpp"
 #include "meshpp/optim/adam.hpp"
 #include "meshpp/optim/optimizer.hpp"
+#include "meshpp/optim/schedule.hpp"
 #include "meshpp/optim/sgd.hpp"
 #include "meshpp/plan/plan.hpp"
