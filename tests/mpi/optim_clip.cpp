@@ -154,8 +154,8 @@ TEST_CASE("clip_grad_norm: the replicas of a variable stay identical") {
   CHECK(mp::clip_grad_norm(opt, 0.1) > 0.1);
   // every rank holds the whole gradient: the same bits as rank 0's
   std::vector<double> mine(w.var.grad()->local().begin(), w.var.grad()->local().end());
-  std::vector<double> root = mine;
-  boost::mpi::broadcast(world(), root, 0);
+  std::vector<double> root = mine;  // (the same size on every rank: the whole matrix)
+  boost::mpi::broadcast(world(), root.data(), static_cast<int>(root.size()), 0);
   CHECK_ALL_RANKS(mine.size() == root.size() &&
                   std::memcmp(mine.data(), root.data(), mine.size() * sizeof(double)) == 0);
 }
