@@ -54,7 +54,8 @@ struct options {
   std::string optimizer = "adam";
   std::size_t layers = 2, d_model = 128, heads = 4, d_ff = 512, seq = 128, batch = 32;
   std::size_t steps = 3000, warmup = 100, log_every = 50;
-  double learning_rate = 2e-3;     // the peak, after warmup; cosine decay to a tenth at the end
+  double learning_rate = 2e-3;  // the peak, after warmup; cosine decay to a tenth at the end
+  double clip_norm = 0;         // > 0: the gradients' global norm clipped to this before each step
   std::size_t eval_windows = 512;  // validation windows of seq characters (0: none)
   // the held-out 5%: blocks of this many characters from every part of the text (every 20th
   // block); 0: the last 5% in one piece
@@ -384,6 +385,7 @@ struct trainer {
       const auto targets = window_ids(starts, 1);
       auto loss = model.loss(ids, targets);
       mp::backward(loss);
+      if (o.clip_norm > 0) mp::clip_grad_norm(*opt, o.clip_norm);  // one allreduce of one value
       mp::apply_schedule(*opt, schedule);  // the rate of step opt->steps() + 1, this one
       opt->step();
       if (step % o.log_every == 0 || step == o.steps) {
