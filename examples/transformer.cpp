@@ -17,7 +17,8 @@
 //
 //   mpiexec -n 2 build/examples/transformer --layout data
 //   [--data FILE] [--layers 2] [--d-model 128] [--heads 4] [--d-ff 512] [--seq 128]
-//   [--batch 32] [--steps 3000] [--warmup 100] [--learning-rate 2e-3] [--optimizer adam|sgd]
+//   [--batch 32] [--steps 3000] [--warmup 100] [--learning-rate 2e-3] [--clip-norm 0]
+//   [--optimizer adam|sgd]
 //   [--eval-windows 512] [--validation-block 16384] [--pad-vocab 8] [--prompt TEXT]
 //   [--sample-length 200] [--temperature 0.8] [--seed 1]
 //   [--log-every 50] [--json] [--checkpoint FILE [--checkpoint-every N] [--resume]]
@@ -40,6 +41,12 @@
 // (docs/plans.md): per operation, the collectives, values and bytes each rank sends, the einsum
 // flops and the bytes of the tensors made, as rank 0 would; nothing is trained and nothing is
 // communicated, so any number of ranks is planned from one process.
+//
+// The learning rate rises linearly over --warmup steps to --learning-rate, then falls along a
+// cosine to a tenth of it at --steps (mp::warmup_cosine). --clip-norm X > 0 scales the gradients
+// down to a global norm of X before each step where it is larger (mp::clip_grad_norm: one
+// allreduce of one value a step); 0, the default, clips nothing. Plans (--plan, --layout auto,
+// --profile) leave the clipping out.
 //
 // Checkpoints (docs/checkpoints.md; needs parallel HDF5): --checkpoint FILE saves every
 // variable, the optimizer's state and the step to FILE every N steps and at the end; --resume
@@ -73,6 +80,7 @@
 #include <meshpp/plan/search.hpp>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -92,6 +100,7 @@ options parse(int argc, char** argv) {
       "                   [--data FILE] [--layers N]\n"
       "                   [--d-model N] [--heads N] [--d-ff N] [--seq N] [--batch N]\n"
       "                   [--pad-vocab N] [--steps N] [--warmup N] [--learning-rate X]\n"
+      "                   [--clip-norm X]\n"
       "                   [--optimizer adam|sgd] [--eval-windows N] [--validation-block N]\n"
       "                   [--prompt TEXT] [--sample-length N] [--temperature X] [--seed S]\n"
       "                   [--log-every N] [--json]\n"
@@ -125,6 +134,8 @@ options parse(int argc, char** argv) {
       o.warmup = args.count();
     else if (a == "--learning-rate")
       o.learning_rate = args.real();
+    else if (a == "--clip-norm")
+      o.clip_norm = args.real();
     else if (a == "--eval-windows")
       o.eval_windows = args.count();
     else if (a == "--validation-block")
@@ -185,6 +196,8 @@ options parse(int argc, char** argv) {
         "transformer: built without parallel HDF5 (Debian: libhdf5-openmpi-dev): no --checkpoint");
 #endif
   if (!(o.learning_rate > 0)) throw mp::error("transformer: --learning-rate must be positive");
+  if (!(o.clip_norm >= 0 && std::isfinite(o.clip_norm)))
+    throw mp::error("transformer: --clip-norm must be finite and >= 0 (0: no clipping)");
   if (!(o.temperature > 0)) throw mp::error("transformer: --temperature must be positive");
   if (o.warmup >= o.steps && o.steps > 0) o.warmup = o.steps / 10;
   if (plan_ranks < 0) throw mp::error("transformer: --plan must be at least 1 rank");

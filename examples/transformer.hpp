@@ -54,7 +54,8 @@ struct options {
   std::string optimizer = "adam";
   std::size_t layers = 2, d_model = 128, heads = 4, d_ff = 512, seq = 128, batch = 32;
   std::size_t steps = 3000, warmup = 100, log_every = 50;
-  double learning_rate = 2e-3;     // the peak, after warmup; cosine decay to a tenth at the end
+  double learning_rate = 2e-3;  // the peak, after warmup; cosine decay to a tenth at the end
+  double clip_norm = 0;         // > 0: the gradients' global norm clipped to this before each step
   std::size_t eval_windows = 512;  // validation windows of seq characters (0: none)
   // the held-out 5%: blocks of this many characters from every part of the text (every 20th
   // block); 0: the last 5% in one piece
@@ -244,13 +245,11 @@ inline std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-// the learning rate at step (1-based): linear warmup, then cosine decay to a tenth of the peak
-inline double learning_rate_at(const options& o, std::size_t step) {
-  if (o.warmup > 0 && step <= o.warmup)
-    return o.learning_rate * static_cast<double>(step) / static_cast<double>(o.warmup);
-  const double span = static_cast<double>(std::max<std::size_t>(1, o.steps - o.warmup));
-  const double t = std::min(1.0, static_cast<double>(step - o.warmup) / span);
-  return o.learning_rate * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(3.141592653589793 * t)));
+// the learning rate of each step: linear warmup over --warmup steps to --learning-rate, then
+// cosine decay to a tenth of it at step --steps (parse() keeps --warmup below --steps)
+inline mp::warmup_cosine schedule_of(const options& o) {
+  return mp::warmup_cosine(o.learning_rate, static_cast<std::int64_t>(std::min(o.warmup, o.steps)),
+                           static_cast<std::int64_t>(o.steps), 0.1);
 }
 
 template <class Mesh, class Residual>
@@ -343,6 +342,7 @@ struct trainer {
 
   void train() {
     const auto opt = make_optimizer();
+    const auto schedule = schedule_of(o);
     const bool talk = mesh.rank() == 0;
     const std::size_t window = o.seq + 1;
     // the training state: every variable, the optimizer, the steps done; the windows and the
@@ -385,7 +385,8 @@ struct trainer {
       const auto targets = window_ids(starts, 1);
       auto loss = model.loss(ids, targets);
       mp::backward(loss);
-      opt->set_learning_rate(learning_rate_at(o, step));
+      if (o.clip_norm > 0) mp::clip_grad_norm(*opt, o.clip_norm);  // one allreduce of one value
+      mp::apply_schedule(*opt, schedule);  // the rate of step opt->steps() + 1, this one
       opt->step();
       if (step % o.log_every == 0 || step == o.steps) {
         const auto now = std::chrono::steady_clock::now();

@@ -60,6 +60,8 @@
 
 #include "meshpp/optim/adafactor.hpp"
 #include "meshpp/optim/adam.hpp"
+#include "meshpp/optim/clip.hpp"
 #include "meshpp/optim/optimizer.hpp"
+#include "meshpp/optim/schedule.hpp"
 #include "meshpp/optim/sgd.hpp"
 #include "meshpp/plan/plan.hpp"

@@ -59,6 +59,9 @@
 // loss, and the loss is the same on every rank: check it (std::isfinite) before step() to skip
 // a step or stop.
 //
+// The learning rate of each step from a schedule: optim/schedule.hpp (apply_schedule before
+// step()); global-norm gradient clipping between backward() and step(): optim/clip.hpp.
+//
 // Writing a new optimizer (optim/sgd.hpp is the shortest example, docs/extending.md a complete
 // one):
 //   struct my_options { double learning_rate = 0.1; ... };      // the hyperparameters
@@ -190,6 +193,14 @@ class slot_base {
   virtual void record_layout() const = 0;
   // mesh_counters(): the counters of the variable's mesh (what step() counts its update in)
   virtual counters& mesh_counters() const = 0;
+  // gradient_squares(): the sum of the squares of the gradient's local elements, on the first
+  // of the ranks holding its local slice (coordinate 0 along the mesh dims the variable is
+  // replicated over: mesh_base::leads), 0 on the others and on a planned mesh, so that a sum
+  // over the mesh counts each element once; waits for the gradient's sum. scale_gradient(f):
+  // the gradient's local elements times f. grad_mesh(): the variable's mesh.
+  virtual double gradient_squares() const = 0;
+  virtual void scale_gradient(double factor) = 0;
+  virtual const mesh_base& grad_mesh() const = 0;
   // visit_state(v): a checkpoint's walk over the state (core/state.hpp); by default an error
   // naming the variable, on every rank alike (a slot that does not say what its state is
   // cannot be saved)
@@ -210,6 +221,34 @@ class slot_base {
   throw error("meshpp::optimizer::step(): the gradient of variable '" + name + "' has sizes " +
               gradient + ", the variable " + variable);
 }
+
+// square_sum<T>(n, x): the sum of x[i]^2 over n elements, in double; scale_in_place<T>(n, x,
+// f): x[i] *= f. Each one pass, compiled once per element type.
+template <class T>
+MESHPP_KERNEL double square_sum(std::size_t n, const T* x) {
+  double sum = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto v = static_cast<double>(x[i]);
+    sum += v * v;
+  }
+  return sum;
+}
+template <class T>
+MESHPP_KERNEL void scale_in_place(std::size_t n, T* x, T factor) {
+  for_each_lane<T>(
+      n,
+      [&](auto& v) {
+        using V = std::remove_cvref_t<decltype(v)>;
+        v *= V(factor);
+      },
+      x);
+}
+#ifdef MESHPP_KERNEL_INSTANCE
+MESHPP_KERNEL_INSTANCE double square_sum<float>(std::size_t, const float*);
+MESHPP_KERNEL_INSTANCE double square_sum<double>(std::size_t, const double*);
+MESHPP_KERNEL_INSTANCE void scale_in_place<float>(std::size_t, float*, float);
+MESHPP_KERNEL_INSTANCE void scale_in_place<double>(std::size_t, double*, double);
+#endif
 
 template <class X>
 inline constexpr bool is_variable_v = false;
@@ -283,6 +322,21 @@ class optimizer_slot : public detail::slot_base {
   bool planning() const final { return variable_.value().mesh().planning(); }
   void wait_gradient() const final { (void)variable_.grad(); }
   MPI_Comm mesh_world() const final { return MPI_Comm(variable_.value().mesh().world()); }
+
+  double gradient_squares() const final {
+    const Tensor& g = *variable_.grad();  // (waits for its sum)
+    if (g.mesh().planning() || !g.mesh().leads(replica_mask())) return 0;
+    mesh_counters().streamed([&] { return g.local().size() * sizeof(value_type); });
+    return detail::square_sum<value_type>(g.local().size(), g.local().data());
+  }
+  void scale_gradient(double factor) final {
+    Tensor& g = *variable_.grad();
+    mesh_counters().streamed([&] { return 2 * g.local().size() * sizeof(value_type); });
+    if (g.mesh().planning()) return;
+    detail::scale_in_place<value_type>(g.local().size(), g.local().data(),
+                                       static_cast<value_type>(factor));
+  }
+  const mesh_base& grad_mesh() const final { return variable_.value().mesh(); }
 
   const detail::node_base* node() const override { return variable_.node().get(); }
   const std::string& name() const override { return variable_.name(); }
@@ -476,6 +530,15 @@ class optimizer {
   // variable_node(i), variable_name(i): variable i's identity and name, in the order added
   const detail::node_base* variable_node(std::size_t i) const { return slots_.at(i)->node(); }
   const std::string& variable_name(std::size_t i) const { return slots_.at(i)->name(); }
+  // variable i's gradient, for what reads or rescales every gradient before a step
+  // (clip_grad_norm, optim/clip.hpp): has_grad(i); grad_squares(i): this rank's part of the
+  // sum of its squares over the mesh (the local slice's on the first of its replicas, 0 on the
+  // others: summed over every rank of the mesh, each element counts once; no communication);
+  // scale_grad(i, f): its local slice times f; variable_mesh(i): the variable's mesh
+  bool has_grad(std::size_t i) const { return slots_.at(i)->has_grad(); }
+  double grad_squares(std::size_t i) const { return slots_.at(i)->gradient_squares(); }
+  void scale_grad(std::size_t i, double factor) { slots_.at(i)->scale_gradient(factor); }
+  const mesh_base& variable_mesh(std::size_t i) const { return slots_.at(i)->grad_mesh(); }
   // visit_slot(i, v): variable i's state (moments, buffers, its count of updates). No
   // communication: a visitor that saves needs the state whole, so while sharded updates leave
   // it in shares this throws meshpp::error (on every rank alike) until complete_state() has
