@@ -91,6 +91,9 @@ namespace {
 using transformer_example::options;
 int plan_ranks = 0;            // --plan RANKS: plan a step on that many ranks instead of training
 double memory_budget_mib = 0;  // --memory-budget: 0, the machine's (or none)
+// where the tables of --layout auto and --plan go: stdout, or stderr under --json (whose stdout
+// is JSON lines only)
+std::FILE* human = stdout;
 
 options parse(int argc, char** argv) {
   options o;
@@ -174,7 +177,8 @@ void enumerate_layouts(int ranks, const options& o, std::size_t vocab) {
     for (int b = 2; a * b < ranks; ++b)
       if (ranks % (a * b) == 0 && ranks / (a * b) >= 2)
         meshes.push_back({{"x", a}, {"y", b}, {"z", ranks / (a * b)}});
-  std::printf("\n%s", mp::enumeration_report(layouts, meshes, 10, /*time_shapes*/ true).c_str());
+  std::fprintf(human, "\n%s",
+               mp::enumeration_report(layouts, meshes, 10, /*time_shapes*/ true).c_str());
 }
 // try_enumerate_layouts: enumerate_layouts, its error printed rather than thrown (it runs on
 // rank 0 alone, so a throw would not fail every rank together, and it only informs)
@@ -182,7 +186,7 @@ void try_enumerate_layouts(int ranks, const options& o, std::size_t vocab) {
   try {
     enumerate_layouts(ranks, o, vocab);
   } catch (const std::exception& e) {
-    std::printf("\nevery layout, estimated: not available: %s\n", e.what());
+    std::fprintf(human, "\nevery layout, estimated: not available: %s\n", e.what());
   }
 }
 
@@ -192,14 +196,16 @@ mp::layout_search search_layouts(int ranks, const options& o, std::size_t vocab)
   const bool talk = boost::mpi::communicator().rank() == 0;
   auto machine = mp::machine_model::load_or_defaults(o.machine);
   if (talk) {
-    std::printf("layout search for %d ranks, priced on %s\n", ranks, machine.source.c_str());
+    std::fprintf(human, "layout search for %d ranks, priced on %s\n", ranks,
+                 machine.source.c_str());
   }
   mp::layout_search search(std::move(machine), memory_budget_mib * (1 << 20));
   transformer_example::add_layouts(search, ranks, o, vocab);
   // each product priced at the rate of its own shape, all the candidates' shapes timed together
   search.time_gemm_shapes();
   if (talk) {
-    std::printf("%s", search.table().c_str());
+    std::fprintf(human, "%s", search.table().c_str());
+    std::fflush(human);
     try_enumerate_layouts(ranks, o, vocab);  // rank 0 alone: it only prints, and takes seconds
   }
   return search;
@@ -211,6 +217,7 @@ int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   try {
     const options o = parse(argc, argv);  // the same arguments, so the same verdict, everywhere
+    if (o.json) human = stderr;
     const boost::mpi::communicator world;
     const auto text = mp::load_text(
         world, o.data,
@@ -230,7 +237,7 @@ int main(int argc, char** argv) {
     } else if (plan_ranks > 0) {
       const auto p = transformer_example::step_plan(layouts::fitted(o.layout, plan_ranks), o,
                                                     text.vocab_size());
-      if (world.rank() == 0) std::printf("%s", p.report().c_str());
+      if (world.rank() == 0) std::fprintf(human, "%s", p.report().c_str());
     } else {
       transformer_example::train(layouts::fitted(o.layout, world.size()), text, o);
     }
