@@ -28,9 +28,10 @@
 // under every layout and rank count (layouts change performance, never results).
 //
 // Output (rank 0): a progress line every --log-every steps (epoch, step, loss, examples/s) and
-// the test accuracy at the end; with --json, instead, one JSON object per progress line
-// {"step", "loss", "epoch", "examples_per_second"} and a final one {"test_accuracy",
-// "seconds", "layout", "ranks", ...}.
+// the test accuracy at the end; with --json, instead, JSON lines in the examples' schema
+// (docs/training.md, "JSON lines"): {"record": "step", "step", "loss", "epoch",
+// "examples_per_second"} per progress line, {"record": "evaluation", "step", "test_accuracy"}
+// and {"record": "final", "test_accuracy", "seconds", "layout", "ranks", ...}.
 //
 // --layout auto chooses the layout before training (docs/plans.md, "Layout search"): one step of
 // each layout (data+model on every mesh shape of the ranks) is planned and priced on the machine

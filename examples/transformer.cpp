@@ -64,9 +64,11 @@
 //
 // Output (rank 0): a progress line every --log-every steps (step, loss, bits per character,
 // tokens/s); at the end the validation bits per character (or "no validation" and why) and a
-// sample of --sample-length characters after --prompt. With --json, one JSON object per
-// progress line {"step", "loss", "tokens_per_second"} and a final one {"val_bpc" (null
-// without validation), "seconds", "layout", "ranks", "mesh", "steps", "batch", "seq",
+// sample of --sample-length characters after --prompt. With --json, JSON lines only on stdout
+// (the tables of --layout auto go to stderr) in the examples' schema (docs/training.md, "JSON
+// lines"): {"record": "step", "step", "loss", "tokens_per_second"} per progress line,
+// {"record": "evaluation", "step", "val_bpc" (null without validation)} and {"record":
+// "final", "val_bpc", "seconds", "layout", "ranks", "mesh", "steps", "batch", "seq",
 // "tokens_per_second", "sample"}.
 //
 // The model, its layouts and the training loop are in transformer.hpp, compiled once for every
