@@ -50,7 +50,7 @@
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/environment.hpp>
 
-#include "arguments.hpp"
+#include "cli.hpp"
 
 namespace mp = meshpp;
 
@@ -66,38 +66,24 @@ using clock_type = std::chrono::steady_clock;
 struct options {
   std::string out = "meshpp-machine.txt";
   bool quick = false;
-  std::size_t rounds = 9;
+  std::size_t rounds = 0;  // 0: 9, or 3 with --quick
   std::size_t max_bytes = std::size_t{16} << 20;
   bool verbose = false;
 };
 
 options parse(int argc, char** argv) {
   options o;
-  bool rounds_given = false;
-  examples::arguments args("calibrate",
-                           "usage: mpiexec -n P calibrate [--out meshpp-machine.txt] [--quick] "
-                           "[--rounds 9]\n"
-                           "                             [--max-bytes 16777216] [--verbose]",
-                           argc, argv);
-  while (args.next()) {
-    if (args.is("--out")) {
-      o.out = args.text();
-    } else if (args.is("--quick")) {
-      o.quick = true;
-    } else if (args.is("--rounds")) {
-      o.rounds = args.count();
-      rounds_given = true;
-    } else if (args.is("--max-bytes")) {
-      o.max_bytes = args.count();
-    } else if (args.is("--verbose")) {
-      o.verbose = true;
-    } else {
-      args.unknown();
-    }
-  }
-  if (o.quick && !rounds_given) o.rounds = 3;
-  if (o.rounds < 1) throw mp::error("calibrate: --rounds must be at least 1");
-  if (o.max_bytes < 8) throw mp::error("calibrate: --max-bytes must be at least 8");
+  examples::cli cli("calibrate",
+                    "measures this machine's collectives and kernels into the machine model "
+                    "layout search prices on");
+  cli.add("--out", o.out, "the machine model file written", "FILE");
+  cli.add("--quick", o.quick, "three sizes and three rounds: seconds, not minutes");
+  cli.add("--rounds", o.rounds, "timed rounds per size (0: 9, or 3 with --quick)");
+  cli.add("--max-bytes", o.max_bytes, "the largest message timed (at least 8)");
+  cli.add("--verbose", o.verbose, "print every size's median against the fitted line");
+  cli.parse(argc, argv);
+  if (o.rounds == 0) o.rounds = o.quick ? 3 : 9;
+  if (o.max_bytes < 8) cli.fail("--max-bytes must be at least 8");
   return o;
 }
 

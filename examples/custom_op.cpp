@@ -25,6 +25,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "cli.hpp"
+
 namespace mp = meshpp;
 
 MESHPP_DIM(batch);
@@ -155,6 +157,9 @@ std::pair<double, double> train(const mesh_t& mesh) {
 
 int main(int argc, char** argv) {
   mp::environment env(argc, argv);
+  examples::cli("custom_op",
+                "a differentiable operation and an optimizer defined outside meshpp, checked")
+      .parse(argc, argv);
   const boost::mpi::communicator world;
   const mesh_t mesh({world.size()});  // every rank along one mesh dim
   const bool root = world.rank() == 0;

@@ -21,7 +21,7 @@
 
 #include <boost/mpi/communicator.hpp>
 
-#include "arguments.hpp"
+#include "cli.hpp"
 
 namespace mp = meshpp;
 
@@ -88,16 +88,12 @@ std::string draw(int ranks) {
 
 int main(int argc, char** argv) {
   mp::environment env(argc, argv);
+  std::string out_dir = ".";
+  examples::cli cli("draw_layouts", "the README's layouts drawn as SVG files");
+  cli.add("--out", out_dir, "the directory the SVG files go to", "DIR");
+  cli.parse(argc, argv);
   try {
-    std::filesystem::path out = ".";
-    examples::arguments args("draw_layouts", "usage: draw_layouts [--out DIR]", argc, argv);
-    while (args.next()) {
-      if (args.is("--out")) {
-        out = args.text();
-      } else {
-        args.unknown();
-      }
-    }
+    const std::filesystem::path out = out_dir;
     const boost::mpi::communicator world;
     const auto grid = mp::balanced_grid<2>(world.size());
     const std::string mesh = std::to_string(grid[0]) + "x" + std::to_string(grid[1]);

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
+
 #include <boost/mpi/collectives/gather.hpp>
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
@@ -60,6 +62,8 @@ void show(const char* title, const std::array<int, 2>& mesh_sizes) {
 
 int main(int argc, char** argv) {
   mp::environment env(argc, argv);
+  examples::cli("layouts", "the Mesh-TensorFlow README's example layouts: the slice of each rank")
+      .parse(argc, argv);
   const int n = boost::mpi::communicator().size();
   const std::array<int, 2> mesh_sizes = n % 2 == 0 ? std::array{2, n / 2} : std::array{1, n};
 

@@ -28,9 +28,10 @@
 // under every layout and rank count (layouts change performance, never results).
 //
 // Output (rank 0): a progress line every --log-every steps (epoch, step, loss, examples/s) and
-// the test accuracy at the end; with --json, instead, one JSON object per progress line
-// {"step", "loss", "epoch", "examples_per_second"} and a final one {"test_accuracy",
-// "seconds", "layout", "ranks", ...}.
+// the test accuracy at the end; with --json, instead, JSON lines in the examples' schema
+// (docs/training.md, "JSON lines"): {"record": "step", "step", "loss", "epoch",
+// "examples_per_second"} per progress line, {"record": "evaluation", "step", "test_accuracy"}
+// and {"record": "final", "test_accuracy", "seconds", "layout", "ranks", ...}.
 //
 // --layout auto chooses the layout before training (docs/plans.md, "Layout search"): one step of
 // each layout (data+model on every mesh shape of the ranks) is planned and priced on the machine
@@ -42,7 +43,7 @@
 // and picks the layout.
 #include "mnist.hpp"
 
-#include "arguments.hpp"
+#include "cli.hpp"
 
 #include <meshpp/plan/choice.hpp>
 #include <meshpp/plan/search.hpp>
@@ -58,62 +59,33 @@ using layouts = mp::mesh_choice<mp::named<"data", mesh_data>, mp::named<"model",
 
 options parse(int argc, char** argv) {
   options o;
-  examples::arguments args(
-      "mnist",
-      "usage: mnist [--data DIR] [--layout data|model|data+model|auto] [--machine FILE]\n"
-      "             [--optimizer adam|sgd]\n"
-      "             [--learning-rate X] [--batch B] [--hidden H] [--epochs E] [--steps N]\n"
-      "             [--log-every N] [--seed S] [--json]\n"
-      "             [--checkpoint FILE [--checkpoint-every N] [--resume]]",
-      argc, argv);
-  while (args.next()) {
-    const std::string& a = args.option();
-    if (a == "--data")
-      o.data = args.text();
-    else if (a == "--layout")
-      o.layout = args.text();
-    else if (a == "--machine")
-      o.machine = args.text();
-    else if (a == "--optimizer")
-      o.optimizer = args.text();
-    else if (a == "--learning-rate")
-      o.learning_rate = args.real();
-    else if (a == "--batch")
-      o.batch = args.count();
-    else if (a == "--hidden")
-      o.hidden = args.count();
-    else if (a == "--epochs")
-      o.epochs = args.count();
-    else if (a == "--steps")
-      o.steps = args.count();
-    else if (a == "--log-every")
-      o.log_every = args.count();
-    else if (a == "--seed")
-      o.seed = args.count();
-    else if (a == "--json")
-      o.json = true;
-    else if (a == "--checkpoint")
-      o.checkpoint = args.text();
-    else if (a == "--checkpoint-every")
-      o.checkpoint_every = args.count();
-    else if (a == "--resume")
-      o.resume = true;
-    else
-      args.unknown();
-  }
-  if (o.layout != "auto" && !layouts::knows(o.layout))
-    throw mp::error("mnist: --layout must be data, model, data+model or auto, not '" + o.layout +
-                    "'");
-  if (o.optimizer != "adam" && o.optimizer != "sgd")
-    throw mp::error("mnist: --optimizer must be adam or sgd, not '" + o.optimizer + "'");
+  examples::cli cli("mnist", "trains a two-layer classifier on Fashion-MNIST under a layout");
+  cli.add("--data", o.data, "the Fashion-MNIST directory", "DIR");
+  cli.choose("--layout", o.layout, {"data", "model", "data+model", "auto"},
+             "how the model is split over the ranks (auto: the layout search's choice)");
+  cli.add("--machine", o.machine, "the machine model --layout auto prices on", "FILE");
+  cli.choose("--optimizer", o.optimizer, {"adam", "sgd"}, "the optimizer");
+  cli.add("--learning-rate", o.learning_rate, "the step size (negative: the optimizer's own)");
+  cli.add("--batch", o.batch, "examples per step");
+  cli.add("--hidden", o.hidden, "the hidden layer's width");
+  cli.add("--epochs", o.epochs, "passes over the training set");
+  cli.add("--steps", o.steps, "stop after this many steps (0: after --epochs)");
+  cli.add("--log-every", o.log_every, "steps between progress lines");
+  cli.add("--seed", o.seed, "the seed of the initial values and the data order");
+  cli.add("--json", o.json, "progress as JSON lines");
+  cli.add("--checkpoint", o.checkpoint,
+          "a file saved every --checkpoint-every steps and at the end", "FILE");
+  cli.add("--checkpoint-every", o.checkpoint_every,
+          "steps between checkpoints (0: at the end only)");
+  cli.add("--resume", o.resume, "start from --checkpoint (any layout, any number of ranks)");
+  cli.parse(argc, argv);
   if (o.batch == 0 || o.hidden == 0 || o.log_every == 0)
-    throw mp::error("mnist: --batch, --hidden and --log-every must be positive");
+    cli.fail("--batch, --hidden and --log-every must be positive");
   if ((o.resume || o.checkpoint_every) && o.checkpoint.empty())
-    throw mp::error("mnist: --resume and --checkpoint-every need --checkpoint FILE");
+    cli.fail("--resume and --checkpoint-every need --checkpoint FILE");
 #ifndef MESHPP_EXAMPLE_CHECKPOINTS
   if (!o.checkpoint.empty())
-    throw mp::error(
-        "mnist: built without parallel HDF5 (Debian: libhdf5-openmpi-dev): no --checkpoint");
+    cli.fail("built without parallel HDF5 (Debian: libhdf5-openmpi-dev): no --checkpoint");
 #endif
   return o;
 }

@@ -222,7 +222,8 @@ void train(const Mesh& mesh, const mp::mnist_data& data, const options& o) {
       const double value = static_cast<double>(*loss.value().local().data());
       if (talk && o.json) {
         std::printf(
-            "{\"step\": %zu, \"loss\": %.9f, \"epoch\": %zu, \"examples_per_second\": %.1f}\n",
+            "{\"record\": \"step\", \"step\": %zu, \"loss\": %.9f, \"epoch\": %zu, "
+            "\"examples_per_second\": %.1f}\n",
             step, value, epoch + 1, rate);
       } else if (talk) {
         std::printf("epoch %zu  step %6zu  loss %.6f  examples/s %9.1f\n", epoch + 1, step, value,
@@ -239,8 +240,11 @@ void train(const Mesh& mesh, const mp::mnist_data& data, const options& o) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double accuracy = net.test_accuracy();
   if (talk && o.json) {
+    std::printf("{\"record\": \"evaluation\", \"step\": %zu, \"test_accuracy\": %.4f}\n", total,
+                accuracy);
     std::printf(
-        "{\"test_accuracy\": %.4f, \"seconds\": %.3f, \"layout\": \"%s\", \"ranks\": %d, "
+        "{\"record\": \"final\", \"test_accuracy\": %.4f, \"seconds\": %.3f, \"layout\": \"%s\", "
+        "\"ranks\": %d, "
         "\"mesh\": \"%s\", \"steps\": %zu, \"batch\": %zu, \"optimizer\": \"%s\", "
         "\"examples_per_second\": %.1f}\n",
         accuracy, seconds, layout_name.c_str(), mesh.world().size(), mesh.describe().c_str(), total,

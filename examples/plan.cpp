@@ -29,7 +29,7 @@
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/operations.hpp>
 
-#include "arguments.hpp"
+#include "cli.hpp"
 
 #include <meshpp/plan/choice.hpp>
 #include <meshpp/plan/enumerate.hpp>
@@ -126,29 +126,17 @@ int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   try {
     options o;
-    examples::arguments args("plan",
-                             "usage: plan [--ranks P] [--batch B] [--hidden H] "
-                             "[--report LAYOUT] [--draw DIR]\n"
-                             "            [--machine FILE] [--check]",
-                             argc, argv);
-    while (args.next()) {
-      if (args.is("--ranks"))
-        o.ranks = static_cast<int>(args.count());
-      else if (args.is("--batch"))
-        o.batch = args.count();
-      else if (args.is("--hidden"))
-        o.hidden = args.count();
-      else if (args.is("--report"))
-        o.report = args.text();
-      else if (args.is("--check"))
-        o.check = true;
-      else if (args.is("--machine"))
-        o.machine = args.text();
-      else if (args.is("--draw"))
-        o.draw = args.text();
-      else
-        args.unknown();
-    }
+    examples::cli cli("plan",
+                      "plans of the MNIST training step under each layout, without running it");
+    cli.add("--ranks", o.ranks, "the ranks to plan for", "P");
+    cli.add("--batch", o.batch, "examples per step");
+    cli.add("--hidden", o.hidden, "the hidden layer's width");
+    cli.add("--report", o.report, "a layout whose plan to print whole", "LAYOUT");
+    cli.add("--draw", o.draw, "a directory: each operation's layouts drawn there", "DIR");
+    cli.add("--machine", o.machine, "the machine model the plans are priced on", "FILE");
+    cli.add("--check", o.check, "run each step too and compare its counters with the plan");
+    cli.parse(argc, argv);
+    if (o.ranks < 1) cli.fail("--ranks must be at least 1");
     const bool talk = boost::mpi::communicator().rank() == 0;
     if (talk) {
       std::printf("plan of one training step (batch %zu, hidden %zu, Adam), per rank:\n", o.batch,

@@ -1,8 +1,11 @@
-// quickstart: the program at the top of the README, as it stands there.
+// quickstart: the program at the top of the README, as it stands there, and --help (every
+// example reads its command line with examples/cli.hpp).
 //   mpiexec -n 4 --oversubscribe build/examples/quickstart
 #include <meshpp/meshpp.hpp>
 
 #include <iostream>
+
+#include "cli.hpp"
 
 namespace mp = meshpp;
 
@@ -17,6 +20,7 @@ using mesh_t = mp::mesh<mp::axes<rows, cols>, rules>;
 
 int main(int argc, char** argv) {
   mp::environment env(argc, argv);
+  examples::cli("quickstart", "the README's program: a 2 x 2 mesh of 4 ranks").parse(argc, argv);
   mesh_t mesh({2, 2});                                     // throws unless 4 ranks
   auto sizes = mp::extents{batch{} = 256, io{} = 512, hidden{} = 2048};
 

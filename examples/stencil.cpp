@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "arguments.hpp"
+#include "cli.hpp"
 
 namespace mp = meshpp;
 
@@ -58,30 +58,15 @@ int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   std::size_t nx = 64, ny = 64, steps = 50;
   bool periodic = false;
-  examples::arguments args("stencil",
-                           "usage: stencil [--nx NX] [--ny NY] [--steps S] [--periodic]\n"
-                           "  --nx, --ny   the grid's rows and columns (64 each; at least 1)\n"
-                           "  --steps      the diffusion steps (50)\n"
-                           "  --periodic   wrap around at the edges instead of zeros beyond them",
-                           argc, argv);
-  try {
-    while (args.next()) {
-      if (args.is("--nx"))
-        nx = args.count();
-      else if (args.is("--ny"))
-        ny = args.count();
-      else if (args.is("--steps"))
-        steps = args.count();
-      else if (args.is("--periodic"))
-        periodic = true;
-      else
-        args.unknown();
-    }
-    if (nx == 0 || ny == 0) throw mp::error("stencil: --nx and --ny must be at least 1");
-  } catch (const mp::error& e) {  // every rank reads the same arguments: each says why
-    std::fprintf(stderr, "rank %d: %s\n", boost::mpi::communicator().rank(), e.what());
-    return 1;
-  }
+  examples::cli cli("stencil",
+                    "a 2-D diffusion stencil on a mesh of every rank, checked bit for bit "
+                    "against one rank");
+  cli.add("--nx", nx, "the grid's rows (at least 1)");
+  cli.add("--ny", ny, "the grid's columns (at least 1)");
+  cli.add("--steps", steps, "the diffusion steps");
+  cli.add("--periodic", periodic, "wrap around at the edges instead of zeros beyond them");
+  cli.parse(argc, argv);
+  if (nx == 0 || ny == 0) cli.fail("--nx and --ny must be at least 1");
   const int n = boost::mpi::communicator().size();
   int r = 1;
   for (int f = 1; f * f <= n; ++f)

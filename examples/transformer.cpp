@@ -64,9 +64,11 @@
 //
 // Output (rank 0): a progress line every --log-every steps (step, loss, bits per character,
 // tokens/s); at the end the validation bits per character (or "no validation" and why) and a
-// sample of --sample-length characters after --prompt. With --json, one JSON object per
-// progress line {"step", "loss", "tokens_per_second"} and a final one {"val_bpc" (null
-// without validation), "seconds", "layout", "ranks", "mesh", "steps", "batch", "seq",
+// sample of --sample-length characters after --prompt. With --json, JSON lines only on stdout
+// (the tables of --layout auto go to stderr) in the examples' schema (docs/training.md, "JSON
+// lines"): {"record": "step", "step", "loss", "tokens_per_second"} per progress line,
+// {"record": "evaluation", "step", "val_bpc" (null without validation)} and {"record":
+// "final", "val_bpc", "seconds", "layout", "ranks", "mesh", "steps", "batch", "seq",
 // "tokens_per_second", "sample"}.
 //
 // The model, its layouts and the training loop are in transformer.hpp, compiled once for every
@@ -74,7 +76,7 @@
 // or by the search, in the same process (meshpp/plan/choice.hpp).
 #include "transformer.hpp"
 
-#include "arguments.hpp"
+#include "cli.hpp"
 
 #include <meshpp/plan/enumerate.hpp>
 #include <meshpp/plan/search.hpp>
@@ -91,114 +93,71 @@ namespace {
 using transformer_example::options;
 int plan_ranks = 0;            // --plan RANKS: plan a step on that many ranks instead of training
 double memory_budget_mib = 0;  // --memory-budget: 0, the machine's (or none)
+// where the tables of --layout auto and --plan go: stdout, or stderr under --json (whose stdout
+// is JSON lines only)
+std::FILE* human = stdout;
 
 options parse(int argc, char** argv) {
   options o;
-  examples::arguments args(
-      "transformer",
-      "usage: transformer [--layout data|model|data+model|model+residual|auto]\n"
-      "                   [--data FILE] [--layers N]\n"
-      "                   [--d-model N] [--heads N] [--d-ff N] [--seq N] [--batch N]\n"
-      "                   [--pad-vocab N] [--steps N] [--warmup N] [--learning-rate X]\n"
-      "                   [--clip-norm X]\n"
-      "                   [--optimizer adam|sgd] [--eval-windows N] [--validation-block N]\n"
-      "                   [--prompt TEXT] [--sample-length N] [--temperature X] [--seed S]\n"
-      "                   [--log-every N] [--json]\n"
-      "                   [--checkpoint FILE [--checkpoint-every N] [--resume]]\n"
-      "                   [--stop-after N] [--plan RANKS] [--machine FILE]\n"
-      "                   [--memory-budget MIB] [--profile]",
-      argc, argv);
-  while (args.next()) {
-    const std::string& a = args.option();
-    if (a == "--data")
-      o.data = args.text();
-    else if (a == "--layout")
-      o.layout = args.text();
-    else if (a == "--optimizer")
-      o.optimizer = args.text();
-    else if (a == "--layers")
-      o.layers = args.count();
-    else if (a == "--d-model")
-      o.d_model = args.count();
-    else if (a == "--heads")
-      o.heads = args.count();
-    else if (a == "--d-ff")
-      o.d_ff = args.count();
-    else if (a == "--seq")
-      o.seq = args.count();
-    else if (a == "--batch")
-      o.batch = args.count();
-    else if (a == "--steps")
-      o.steps = args.count();
-    else if (a == "--warmup")
-      o.warmup = args.count();
-    else if (a == "--learning-rate")
-      o.learning_rate = args.real();
-    else if (a == "--clip-norm")
-      o.clip_norm = args.real();
-    else if (a == "--eval-windows")
-      o.eval_windows = args.count();
-    else if (a == "--validation-block")
-      o.validation_block = args.count();
-    else if (a == "--pad-vocab")
-      o.pad_vocab = args.count();
-    else if (a == "--prompt")
-      o.prompt = args.text();
-    else if (a == "--sample-length")
-      o.sample_length = args.count();
-    else if (a == "--temperature")
-      o.temperature = args.real();
-    else if (a == "--seed")
-      o.seed = args.count();
-    else if (a == "--log-every")
-      o.log_every = args.count();
-    else if (a == "--json")
-      o.json = true;
-    else if (a == "--checkpoint")
-      o.checkpoint = args.text();
-    else if (a == "--checkpoint-every")
-      o.checkpoint_every = args.count();
-    else if (a == "--resume")
-      o.resume = true;
-    else if (a == "--stop-after")
-      o.stop_after = args.count();
-    else if (a == "--plan")
-      plan_ranks = static_cast<int>(args.count());
-    else if (a == "--machine")
-      o.machine = args.text();
-    else if (a == "--profile")
-      o.profile = true;
-    else if (a == "--memory-budget")
-      memory_budget_mib = args.real();
-    else
-      args.unknown();
-  }
-  if (o.layout != "auto" && !transformer_example::layouts::knows(o.layout))
-    throw mp::error(
-        "transformer: --layout must be data, model, data+model, model+residual or auto, not '" +
-        o.layout + "'");
-  if (memory_budget_mib < 0) throw mp::error("transformer: --memory-budget must not be negative");
-  if (o.optimizer != "adam" && o.optimizer != "sgd")
-    throw mp::error("transformer: --optimizer must be adam or sgd, not '" + o.optimizer + "'");
+  examples::cli cli("transformer",
+                    "the paper's Transformer as a character-level language model, trained under "
+                    "a layout");
+  cli.choose("--layout", o.layout, {"data", "model", "data+model", "model+residual", "auto"},
+             "how the model is split over the ranks (auto: the layout search's choice)");
+  cli.add("--data", o.data, "the training text", "FILE");
+  cli.add("--layers", o.layers, "decoder layers");
+  cli.add("--d-model", o.d_model, "the model's width (a multiple of --heads)");
+  cli.add("--heads", o.heads, "attention heads");
+  cli.add("--d-ff", o.d_ff, "the feed-forward layers' width");
+  cli.add("--seq", o.seq, "characters per window");
+  cli.add("--batch", o.batch, "windows per step");
+  cli.add("--pad-vocab", o.pad_vocab, "the vocab rounded up to a multiple of this (1: unpadded)");
+  cli.add("--steps", o.steps, "training steps");
+  cli.add("--warmup", o.warmup, "warmup steps of the schedule (a tenth of --steps if not fewer)");
+  cli.add("--learning-rate", o.learning_rate, "the peak step size, after warmup");
+  cli.add("--clip-norm", o.clip_norm, "the gradients' global norm clipped to this (0: none)");
+  cli.choose("--optimizer", o.optimizer, {"adam", "sgd"}, "the optimizer");
+  cli.add("--eval-windows", o.eval_windows, "validation windows (0: no validation)");
+  cli.add("--validation-block", o.validation_block,
+          "held-out blocks of this many characters (0: the last 5% in one piece)");
+  cli.add("--prompt", o.prompt, "the start of the sample generated at the end");
+  cli.add("--sample-length", o.sample_length, "characters generated (0: no sample)");
+  cli.add("--temperature", o.temperature, "the sampling temperature");
+  cli.add("--seed", o.seed, "the seed of the initial values, the data order and the sample");
+  cli.add("--log-every", o.log_every, "steps between progress lines");
+  cli.add("--json", o.json, "progress as JSON lines");
+  cli.add("--checkpoint", o.checkpoint,
+          "a file saved every --checkpoint-every steps and at the end", "FILE");
+  cli.add("--checkpoint-every", o.checkpoint_every,
+          "steps between checkpoints (0: at the end only)");
+  cli.add("--resume", o.resume, "start from --checkpoint (any layout, any number of ranks)");
+  cli.add("--stop-after", o.stop_after, "stop after this step, saving first (0: run to the end)");
+  cli.add("--plan", plan_ranks, "plan a step on this many ranks instead of training (0: train)",
+          "RANKS");
+  cli.add("--machine", o.machine, "the machine model --layout auto and --profile price on", "FILE");
+  cli.add("--memory-budget", memory_budget_mib,
+          "the layout search's memory limit per rank in MiB (0: the machine's)", "MIB");
+  cli.add("--profile", o.profile, "time every operation beside the plan's prediction");
+  cli.parse(argc, argv);
+  if (memory_budget_mib < 0) cli.fail("--memory-budget must not be negative");
   if (o.layers == 0 || o.d_model == 0 || o.heads == 0 || o.d_ff == 0 || o.seq == 0 ||
       o.batch == 0 || o.log_every == 0)
-    throw mp::error(
-        "transformer: --layers, --d-model, --heads, --d-ff, --seq, --batch and --log-every must "
-        "be positive");
+    cli.fail(
+        "--layers, --d-model, --heads, --d-ff, --seq, --batch and --log-every must be "
+        "positive");
   if (o.d_model % o.heads != 0)
-    throw mp::error("transformer: --d-model (" + std::to_string(o.d_model) +
-                    ") must be a multiple of --heads (" + std::to_string(o.heads) + ")");
+    cli.fail("--d-model (" + std::to_string(o.d_model) + ") must be a multiple of --heads (" +
+             std::to_string(o.heads) + ")");
   if ((o.resume || o.checkpoint_every) && o.checkpoint.empty())
-    throw mp::error("transformer: --resume and --checkpoint-every need --checkpoint FILE");
+    cli.fail("--resume and --checkpoint-every need --checkpoint FILE");
 #ifndef MESHPP_EXAMPLE_CHECKPOINTS
   if (!o.checkpoint.empty())
-    throw mp::error(
-        "transformer: built without parallel HDF5 (Debian: libhdf5-openmpi-dev): no --checkpoint");
+    cli.fail("built without parallel HDF5 (Debian: libhdf5-openmpi-dev): no --checkpoint");
 #endif
-  if (!(o.learning_rate > 0)) throw mp::error("transformer: --learning-rate must be positive");
-  if (!(o.clip_norm >= 0 && std::isfinite(o.clip_norm)))
-    throw mp::error("transformer: --clip-norm must be finite and >= 0 (0: no clipping)");
-  if (!(o.temperature > 0)) throw mp::error("transformer: --temperature must be positive");
+  if (!(o.learning_rate > 0)) cli.fail("--learning-rate must be positive");
+  if (!(o.clip_norm >= 0)) cli.fail("--clip-norm must be >= 0 (0: no clipping)");
+  if (!(o.temperature > 0)) cli.fail("--temperature must be positive");
+  if (plan_ranks < 0) cli.fail("--plan must be at least 1 rank");
   if (o.warmup >= o.steps && o.steps > 0) o.warmup = o.steps / 10;
   if (plan_ranks < 0) throw mp::error("transformer: --plan must be at least 1 rank");
   return o;
@@ -220,7 +179,8 @@ void enumerate_layouts(int ranks, const options& o, std::size_t vocab) {
     for (int b = 2; a * b < ranks; ++b)
       if (ranks % (a * b) == 0 && ranks / (a * b) >= 2)
         meshes.push_back({{"x", a}, {"y", b}, {"z", ranks / (a * b)}});
-  std::printf("\n%s", mp::enumeration_report(layouts, meshes, 10, /*time_shapes*/ true).c_str());
+  std::fprintf(human, "\n%s",
+               mp::enumeration_report(layouts, meshes, 10, /*time_shapes*/ true).c_str());
 }
 // try_enumerate_layouts: enumerate_layouts, its error printed rather than thrown (it runs on
 // rank 0 alone, so a throw would not fail every rank together, and it only informs)
@@ -228,7 +188,7 @@ void try_enumerate_layouts(int ranks, const options& o, std::size_t vocab) {
   try {
     enumerate_layouts(ranks, o, vocab);
   } catch (const std::exception& e) {
-    std::printf("\nevery layout, estimated: not available: %s\n", e.what());
+    std::fprintf(human, "\nevery layout, estimated: not available: %s\n", e.what());
   }
 }
 
@@ -238,14 +198,16 @@ mp::layout_search search_layouts(int ranks, const options& o, std::size_t vocab)
   const bool talk = boost::mpi::communicator().rank() == 0;
   auto machine = mp::machine_model::load_or_defaults(o.machine);
   if (talk) {
-    std::printf("layout search for %d ranks, priced on %s\n", ranks, machine.source.c_str());
+    std::fprintf(human, "layout search for %d ranks, priced on %s\n", ranks,
+                 machine.source.c_str());
   }
   mp::layout_search search(std::move(machine), memory_budget_mib * (1 << 20));
   transformer_example::add_layouts(search, ranks, o, vocab);
   // each product priced at the rate of its own shape, all the candidates' shapes timed together
   search.time_gemm_shapes();
   if (talk) {
-    std::printf("%s", search.table().c_str());
+    std::fprintf(human, "%s", search.table().c_str());
+    std::fflush(human);
     try_enumerate_layouts(ranks, o, vocab);  // rank 0 alone: it only prints, and takes seconds
   }
   return search;
@@ -257,6 +219,7 @@ int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   try {
     const options o = parse(argc, argv);  // the same arguments, so the same verdict, everywhere
+    if (o.json) human = stderr;
     const boost::mpi::communicator world;
     const auto text = mp::load_text(
         world, o.data,
@@ -276,7 +239,7 @@ int main(int argc, char** argv) {
     } else if (plan_ranks > 0) {
       const auto p = transformer_example::step_plan(layouts::fitted(o.layout, plan_ranks), o,
                                                     text.vocab_size());
-      if (world.rank() == 0) std::printf("%s", p.report().c_str());
+      if (world.rank() == 0) std::fprintf(human, "%s", p.report().c_str());
     } else {
       transformer_example::train(layouts::fitted(o.layout, world.size()), text, o);
     }

@@ -396,8 +396,10 @@ struct trainer {
         last = now;
         const double value = static_cast<double>(loss.item());
         if (talk && o.json) {
-          std::printf("{\"step\": %zu, \"loss\": %.9f, \"tokens_per_second\": %.1f}\n", step, value,
-                      rate);
+          std::printf(
+              "{\"record\": \"step\", \"step\": %zu, \"loss\": %.9f, \"tokens_per_second\": "
+              "%.1f}\n",
+              step, value, rate);
         } else if (talk) {
           std::printf("step %6zu  loss %.4f  (%.3f bits/char)  tokens/s %9.1f\n", step, value,
                       value / std::log(2.0), rate);
@@ -432,8 +434,11 @@ struct trainer {
     }
     const std::string text_out = o.sample_length ? sample() : std::string();
     if (talk && o.json) {
+      std::printf("{\"record\": \"evaluation\", \"step\": %zu, \"val_bpc\": %s}\n",
+                  first - 1 + trained, bpc_json);
       std::printf(
-          "{\"val_bpc\": %s, \"seconds\": %.3f, \"layout\": \"%s\", \"ranks\": %d, \"mesh\": "
+          "{\"record\": \"final\", \"val_bpc\": %s, \"seconds\": %.3f, \"layout\": \"%s\", "
+          "\"ranks\": %d, \"mesh\": "
           "%s, \"steps\": %zu, \"batch\": %zu, \"seq\": %zu, \"tokens_per_second\": %.1f, "
           "\"sample\": %s}\n",
           bpc_json, seconds, o.layout.c_str(), mesh.world().size(),
@@ -460,9 +465,11 @@ struct trainer {
         mesh.rank());
     mp::time_gemms(machine, p);  // each product priced at the rate of its own shape
     if (mesh.rank() != 0) return;
-    std::printf("profile of %zu steps on rank %d of %s, priced on %s\n%s", steps, mesh.rank(),
-                mesh.describe().c_str(), machine.source.c_str(),
-                mp::profile_table(p, measured, steps, machine).c_str());
+    // under --json, stderr: stdout holds JSON lines only
+    std::fprintf(o.json ? stderr : stdout,
+                 "profile of %zu steps on rank %d of %s, priced on %s\n%s", steps, mesh.rank(),
+                 mesh.describe().c_str(), machine.source.c_str(),
+                 mp::profile_table(p, measured, steps, machine).c_str());
   }
 
   ids_t window_ids(const std::vector<std::size_t>& starts, std::size_t shift) const {
