@@ -206,4 +206,24 @@ class cli {
   std::vector<flag> flags_;
 };
 
+// The flags of the examples that save and resume (mnist, transformer), one name and meaning in
+// each. add_checkpoint_flags(cli, file, every, resume) declares them; check_checkpoint_flags
+// after parse(): --resume and --checkpoint-every need --checkpoint, and --checkpoint a build
+// with parallel HDF5 (the example's MESHPP_EXAMPLE_CHECKPOINTS).
+inline void add_checkpoint_flags(cli& flags, std::string& file, std::size_t& every, bool& resume) {
+  flags.add("--checkpoint", file, "a file saved every --checkpoint-every steps and at the end",
+            "FILE");
+  flags.add("--checkpoint-every", every, "steps between checkpoints (0: at the end only)");
+  flags.add("--resume", resume, "start from --checkpoint (any layout, any number of ranks)");
+}
+inline void check_checkpoint_flags(const cli& flags, const std::string& file, std::size_t every,
+                                   bool resume) {
+  if ((resume || every) && file.empty())
+    flags.fail("--resume and --checkpoint-every need --checkpoint FILE");
+#ifndef MESHPP_EXAMPLE_CHECKPOINTS
+  if (!file.empty())
+    flags.fail("built without parallel HDF5 (Debian: libhdf5-openmpi-dev): no --checkpoint");
+#endif
+}
+
 }  // namespace examples

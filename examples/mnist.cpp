@@ -73,20 +73,11 @@ options parse(int argc, char** argv) {
   cli.add("--log-every", o.log_every, "steps between progress lines");
   cli.add("--seed", o.seed, "the seed of the initial values and the data order");
   cli.add("--json", o.json, "progress as JSON lines");
-  cli.add("--checkpoint", o.checkpoint,
-          "a file saved every --checkpoint-every steps and at the end", "FILE");
-  cli.add("--checkpoint-every", o.checkpoint_every,
-          "steps between checkpoints (0: at the end only)");
-  cli.add("--resume", o.resume, "start from --checkpoint (any layout, any number of ranks)");
+  examples::add_checkpoint_flags(cli, o.checkpoint, o.checkpoint_every, o.resume);
   cli.parse(argc, argv);
   if (o.batch == 0 || o.hidden == 0 || o.log_every == 0)
     cli.fail("--batch, --hidden and --log-every must be positive");
-  if ((o.resume || o.checkpoint_every) && o.checkpoint.empty())
-    cli.fail("--resume and --checkpoint-every need --checkpoint FILE");
-#ifndef MESHPP_EXAMPLE_CHECKPOINTS
-  if (!o.checkpoint.empty())
-    cli.fail("built without parallel HDF5 (Debian: libhdf5-openmpi-dev): no --checkpoint");
-#endif
+  examples::check_checkpoint_flags(cli, o.checkpoint, o.checkpoint_every, o.resume);
   return o;
 }
 

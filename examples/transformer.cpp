@@ -126,11 +126,7 @@ options parse(int argc, char** argv) {
   cli.add("--seed", o.seed, "the seed of the initial values, the data order and the sample");
   cli.add("--log-every", o.log_every, "steps between progress lines");
   cli.add("--json", o.json, "progress as JSON lines");
-  cli.add("--checkpoint", o.checkpoint,
-          "a file saved every --checkpoint-every steps and at the end", "FILE");
-  cli.add("--checkpoint-every", o.checkpoint_every,
-          "steps between checkpoints (0: at the end only)");
-  cli.add("--resume", o.resume, "start from --checkpoint (any layout, any number of ranks)");
+  examples::add_checkpoint_flags(cli, o.checkpoint, o.checkpoint_every, o.resume);
   cli.add("--stop-after", o.stop_after, "stop after this step, saving first (0: run to the end)");
   cli.add("--plan", plan_ranks, "plan a step on this many ranks instead of training (0: train)",
           "RANKS");
@@ -148,12 +144,7 @@ options parse(int argc, char** argv) {
   if (o.d_model % o.heads != 0)
     cli.fail("--d-model (" + std::to_string(o.d_model) + ") must be a multiple of --heads (" +
              std::to_string(o.heads) + ")");
-  if ((o.resume || o.checkpoint_every) && o.checkpoint.empty())
-    cli.fail("--resume and --checkpoint-every need --checkpoint FILE");
-#ifndef MESHPP_EXAMPLE_CHECKPOINTS
-  if (!o.checkpoint.empty())
-    cli.fail("built without parallel HDF5 (Debian: libhdf5-openmpi-dev): no --checkpoint");
-#endif
+  examples::check_checkpoint_flags(cli, o.checkpoint, o.checkpoint_every, o.resume);
   if (!(o.learning_rate > 0)) cli.fail("--learning-rate must be positive");
   if (!(o.clip_norm >= 0)) cli.fail("--clip-norm must be >= 0 (0: no clipping)");
   if (!(o.temperature > 0)) cli.fail("--temperature must be positive");
