@@ -109,18 +109,6 @@ struct sgemm_flops {
   }
 };
 
-// parameter_count: what language_model::add_to hands an optimizer, counted (every variable's
-// global elements), for the JSON's "parameters" (bench/transformer_torch.py prints PyTorch's)
-struct parameter_count {
-  std::size_t total = 0;
-  template <class Variable>
-  void add(const Variable& v) {
-    std::size_t n = 1;
-    for (const auto extent : v.value().global_shape()) n *= extent;
-    total += n;
-  }
-};
-
 template <class Mesh, class Residual = void>
 void bench_layout(const Mesh& mesh, const tx::options& o, mp::sharding sharded) {
   const std::size_t vocab_size = 64;  // the King James text's 63 characters, padded
@@ -128,9 +116,7 @@ void bench_layout(const Mesh& mesh, const tx::options& o, mp::sharding sharded) 
   const tx::language_model<Mesh, Residual> model(mesh, sizes, o);
   mp::adam opt(mp::adam_options{.learning_rate = 1e-3});
   opt.set_sharding(sharded);
-  model.add_to(opt);
-  parameter_count parameters;
-  model.add_to(parameters);
+  opt.add(model);
   using ids_t = typename tx::language_model<Mesh, Residual>::ids_t;
   std::uint64_t draw = 0;
   auto step = [&] {
@@ -184,7 +170,7 @@ void bench_layout(const Mesh& mesh, const tx::options& o, mp::sharding sharded) 
         "\"parameters\": %zu, \"blas_share\": %.4f, \"blas_fraction_of_sgemm\": %.4f}\n",
         name.c_str(), mesh.world().size(), t.meshpp_s, t.baseline_s, t.meshpp_s / t.baseline_s,
         static_cast<double>(o.batch * o.seq) / t.meshpp_s, model_flops, t.baseline_s / t.meshpp_s,
-        parameters.total, blas_share, blas_fraction);
+        mp::parameter_count(model), blas_share, blas_fraction);
     std::fflush(stdout);
   }
 }

@@ -79,13 +79,17 @@ struct model {
         data(d),
         sizes{batch{} = o.batch, rows{} = d.rows, cols{} = d.cols, hidden{} = o.hidden,
               classes{} = 10},
-        w1(mp::random_uniform<float, rows, cols, hidden>(m, sizes, o.seed,
+        w1(mp::random_uniform<float, rows, cols, hidden>(m, sizes, mp::seed_for(o.seed, "w1"),
                                                          -limit(d.rows * d.cols, o.hidden),
                                                          limit(d.rows * d.cols, o.hidden)),
            "w1"),
-        w2(mp::random_uniform<float, hidden, classes>(m, sizes, o.seed + 1, -limit(o.hidden, 10),
-                                                      limit(o.hidden, 10)),
+        w2(mp::random_uniform<float, hidden, classes>(m, sizes, mp::seed_for(o.seed, "w2"),
+                                                      -limit(o.hidden, 10), limit(o.hidden, 10)),
            "w2") {}
+
+  // layers(): the network's variables, for the optimizer and the checkpoint
+  // (meshpp/autodiff/parameters.hpp)
+  auto layers() const { return std::tie(w1, w2); }
 
   static float limit(std::size_t fan_in, std::size_t fan_out) {
     return static_cast<float>(std::sqrt(6.0 / static_cast<double>(fan_in + fan_out)));
@@ -143,12 +147,10 @@ template <class Mesh>
 std::unique_ptr<mp::optimizer> make_optimizer(const options& o, model<Mesh>& net) {
   if (o.optimizer == "sgd") {
     return std::make_unique<mp::sgd>(
-        mp::sgd_options{.learning_rate = o.learning_rate > 0 ? o.learning_rate : 0.1}, net.w1,
-        net.w2);
+        mp::sgd_options{.learning_rate = o.learning_rate > 0 ? o.learning_rate : 0.1}, net);
   }
   return std::make_unique<mp::adam>(
-      mp::adam_options{.learning_rate = o.learning_rate > 0 ? o.learning_rate : 1e-3}, net.w1,
-      net.w2);
+      mp::adam_options{.learning_rate = o.learning_rate > 0 ? o.learning_rate : 1e-3}, net);
 }
 
 // planned_step(mesh, data, o): one step as train() takes it (the network, its optimizer, one
@@ -182,7 +184,7 @@ void train(const Mesh& mesh, const mp::mnist_data& data, const options& o) {
 #ifdef MESHPP_EXAMPLE_CHECKPOINTS
   std::size_t batch_size = o.batch;
   mp::checkpoint state;
-  state.add(net.w1, net.w2).add(*opt).add("step", done).add("seed", seed).add("batch", batch_size);
+  state.add(net).add(*opt).add("step", done).add("seed", seed).add("batch", batch_size);
   if (o.resume) {
     mp::load(o.checkpoint, mesh, state);  // every rank alike: a bad file is an error everywhere
     if (batch_size != o.batch)

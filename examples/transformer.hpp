@@ -122,17 +122,22 @@ struct language_model {
       unembed;
 
   language_model(const Mesh& m, const sizes_t& sizes, const options& o)
-      : tokens(m, sizes, o.seed, "tokens"),
+      : tokens(m, sizes, mp::seed_for(o.seed, "tokens"), "tokens"),
         positions(mp::random_normal<positions_t>(
-                      m, sizes, o.seed + 1, 0.0f,
+                      m, sizes, mp::seed_for(o.seed, "positions"), 0.0f,
                       static_cast<float>(1.0 / std::sqrt(static_cast<double>(o.d_model)))),
                   "positions"),
         final_norm(m, sizes, 1e-5, "final_norm"),
-        unembed(m, sizes, o.seed + 2, "unembed") {
-    for (std::size_t i = 0; i < o.layers; ++i)
-      blocks.emplace_back(m, sizes, o.seed + 100 * (i + 1), mp::nn::block_options{},
-                          "block" + std::to_string(i));
+        unembed(m, sizes, mp::seed_for(o.seed, "unembed"), "unembed") {
+    for (std::size_t i = 0; i < o.layers; ++i) {
+      const std::string name = "block" + std::to_string(i);
+      blocks.emplace_back(m, sizes, mp::seed_for(o.seed, name), mp::nn::block_options{}, name);
+    }
   }
+
+  // layers(): the model's parts, for the optimizer, the checkpoint and the inference switch
+  // (meshpp/autodiff/parameters.hpp)
+  auto layers() const { return std::tie(tokens, positions, blocks, final_norm, unembed); }
 
   // logits(ids): ids [batch, length] -> traced logits [batch, length, vocab]. The embedding sum
   // is laid out as the blocks' stream: with Residual, the lookup (vocab split) reduce-scatters
@@ -157,14 +162,6 @@ struct language_model {
       return mp::relayout<typename hidden_t::layout_type>(x);
     }
   }
-
-  template <class Optimizer>
-  void add_to(Optimizer& opt) const {
-    mp::add_variables(opt, tokens);
-    opt.add(positions);
-    for (const auto& b : blocks) mp::add_variables(opt, b);
-    mp::add_variables(opt, final_norm, unembed);
-  }
 };
 
 // optimizer_for(o, model): the optimizer --optimizer names, holding every variable of model
@@ -172,7 +169,7 @@ struct language_model {
 template <class Model>
 std::unique_ptr<mp::optimizer> optimizer_for(const options& o, const Model& model) {
   auto holding_all = [&](auto opt) {
-    model.add_to(*opt);
+    opt->add(model);
     return std::unique_ptr<mp::optimizer>(std::move(opt));
   };
   if (o.optimizer == "sgd")
@@ -353,7 +350,7 @@ struct trainer {
 #ifdef MESHPP_EXAMPLE_CHECKPOINTS
     std::size_t batch_size = o.batch;
     mp::checkpoint state;
-    model.add_to(state);
+    state.add(model);
     state.add(*opt).add("step", done).add("seed", seed).add("batch", batch_size);
     if (o.resume) {
       mp::load(o.checkpoint, mesh, state);  // every rank alike: a bad file is an error everywhere
@@ -419,7 +416,7 @@ struct trainer {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (o.profile && trained > 1) print_profile(measured, trained - 1);
-    for (auto& b : model.blocks) b.set_inference(true);
+    mp::set_inference(model, true);
     // No validation (--eval-windows 0, or fewer windows than one batch) is said so, null in
     // JSON; a loss that is not finite (a diverged run) is printed as it is, null in JSON (which
     // has no NaN)

@@ -43,6 +43,7 @@
 #include "meshpp/autodiff/embedding.hpp"
 #include "meshpp/autodiff/gradients.hpp"
 #include "meshpp/autodiff/movement.hpp"
+#include "meshpp/autodiff/parameters.hpp"
 #include "meshpp/autodiff/record.hpp"
 #include "meshpp/autodiff/reduce.hpp"
 #include "meshpp/autodiff/softmax.hpp"
@@ -56,7 +57,6 @@
 #include "meshpp/nn/layer_norm.hpp"
 #include "meshpp/nn/softmax_cross_entropy.hpp"
 #include "meshpp/nn/transformer.hpp"
-#include "meshpp/nn/variables.hpp"
 
 #include "meshpp/optim/adafactor.hpp"
 #include "meshpp/optim/adam.hpp"

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "shared_dir.hpp"
 #include "temp_dir.hpp"
 #include "testing.hpp"
 
@@ -77,21 +78,7 @@ std::vector<std::array<int, 3>> layouts() {
   return meshpp_test::mesh_shapes<3>(world().size(), {8, 12, world().size()});
 }
 
-// a directory every rank sees (rank 0's, broadcast), removed at the end
-struct shared_dir {
-  std::unique_ptr<meshpp_test::temp_dir> owned;
-  std::string path;
-  shared_dir() {
-    if (world().rank() == 0) {
-      owned = std::make_unique<meshpp_test::temp_dir>();
-      path = owned->path.string();
-    }
-    boost::mpi::broadcast(world(), path, 0);
-    REQUIRE(all_ranks(!path.empty()));
-  }
-  ~shared_dir() { world().barrier(); }  // nobody still reads when rank 0 removes it
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
-};
+using meshpp_test::shared_dir;
 
 // the tensors, from the global index (so the same values under every layout), shifted by k
 struct tensors {

@@ -2,7 +2,7 @@
 // variables handed to an optimizer, and a relu layer's forward pass against plain loops and
 // gradients of x, w and b against central differences, under a layout splitting batch and hidden
 // and under a replicated one (io split: nn_dense_model_parallel.cpp).
-#include <meshpp/nn/variables.hpp>
+#include <meshpp/autodiff/parameters.hpp>
 
 #include <string>
 #include <vector>

@@ -4,10 +4,10 @@
 // the output's gradient).
 #include <meshpp/autodiff/elementwise.hpp>
 #include <meshpp/autodiff/gradients.hpp>
+#include <meshpp/autodiff/parameters.hpp>
 #include <meshpp/autodiff/reduce.hpp>
 #include <meshpp/core/create.hpp>
 #include <meshpp/nn/embedding.hpp>
-#include <meshpp/nn/variables.hpp>
 #include <meshpp/ops/scatter_gather.hpp>
 
 #include <cmath>

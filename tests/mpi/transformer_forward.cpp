@@ -66,20 +66,6 @@ std::int32_t target_at(std::size_t b, std::size_t l) {
   return static_cast<std::int32_t>((b * 5 + l * 11 + 1) % alphabet);
 }
 
-// for_each_variable(model, f): f(handle) for every variable of the model, in the order
-// rt::for_each_array visits the reference's parameters
-template <class Mesh, class Residual, class F>
-void for_each_variable(const tx::language_model<Mesh, Residual>& model, F&& f) {
-  const auto each = [&](const auto& variables) {
-    std::apply([&](auto... v) { (f(v), ...); }, variables);
-  };
-  each(model.tokens.variables());
-  f(model.positions);
-  for (const auto& block : model.blocks) each(block.variables());
-  each(model.final_norm.variables());
-  each(model.unembed.variables());
-}
-
 // check_forward(mesh): perturbs the model's variables, copies them into the reference, and
 // compares the logits and the loss
 template <class Mesh, class Residual = void>
@@ -93,7 +79,8 @@ void check_forward(const Mesh& mesh) {
   // the values it then holds, gathered whole
   std::vector<rt::array> values;
   std::uint64_t seed = 1000;
-  for_each_variable(model, [&](auto v) {
+  // every variable, in the order rt::for_each_array visits the reference's parameters
+  mp::for_each_variable(model, [&](auto v) {
     using X = typename decltype(v)::tensor_type;
     v.value() = X(v.value() + mp::random_uniform<X>(mesh, sizes, seed++, -0.5f, 0.5f));
     const auto whole = mp::gather(v.value());

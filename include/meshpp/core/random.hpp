@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <numbers>
+#include <string_view>
 
 namespace meshpp {
 
@@ -60,6 +61,35 @@ T normal_at(std::uint64_t seed, std::uint64_t index) {
   const double u1 = 1.0 - detail::unit_double(w[0], w[1]);  // (0, 1]: log(u1) is finite
   const double u2 = detail::unit_double(w[2], w[3]);
   return static_cast<T>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
+}
+
+namespace detail {
+
+// splitmix64's output function: a bijection of 64-bit words that mixes every bit into every
+// other.
+constexpr std::uint64_t splitmix64_mix(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+// splitmix64{state}.next(): the state advances by the golden gamma, the output is its mix
+// (the reference generator of Steele et al.; from state 0: 0xe220a8397b1dcdaf, ...).
+struct splitmix64 {
+  std::uint64_t state = 0;
+  constexpr std::uint64_t next() { return splitmix64_mix(state += 0x9e3779b97f4a7c15u); }
+};
+
+}  // namespace detail
+
+/// seed_for(seed, name): the seed of the part called `name` of a model seeded with `seed`: a
+/// model takes one seed and gives each layer its own, so adding, removing or reordering layers
+/// leaves the others' initial values as they were. (Layers draw seed, seed + 1, ... for their
+/// own weights: seeds from names are 64-bit hashes, so these never meet in practice.)
+constexpr std::uint64_t seed_for(std::uint64_t seed, std::string_view name) {
+  std::uint64_t h = 0xcbf29ce484222325u;  // FNV-1a of the name
+  for (const char c : name) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3u;
+  return detail::splitmix64_mix(detail::splitmix64_mix(seed) ^ h);
 }
 
 }  // namespace meshpp

@@ -3,6 +3,7 @@
 //
 //   mp::checkpoint ckpt;
 //   ckpt.add(w1, w2)                 // variables, under their own names
+//       .add(model)                  // every variable of a model's layers() (parameters.hpp)
 //       .add("x", x)                 // any tensor (or variable) under a name
 //       .add(opt)                    // the optimizer: kind, hyperparameters, steps, slots
 //       .add("epoch", epoch);        // a scalar of the program (integral or floating)
@@ -115,11 +116,12 @@ inline constexpr bool checkpoint_add_takes_tensors_and_scalars = false;
 /// variables are held by handle, so a copy of one is the variable itself).
 class checkpoint {
  public:
-  // add(variables...): variables under their own names (variable(t, "w1"))
-  template <class... Vs>
-  requires(sizeof...(Vs) > 0 &&
-           (detail::is_variable_v<Vs> && ...)) checkpoint& add(const Vs&... vs) {
-    (add_variable(vs.name(), vs), ...);
+  // add(parts...): variables under their own names (variable(t, "w1")), or every variable of
+  // these layers or models (autodiff/parameters.hpp), each under its own name
+  template <class... Parts>
+  requires(sizeof...(Parts) > 0 && (is_model_part_v<Parts> && ...) &&
+           !(std::is_base_of_v<optimizer, Parts> || ...)) checkpoint& add(const Parts&... parts) {
+    (for_each_variable(parts, [&](const auto& v) { add_variable(v.name(), v); }), ...);
     return *this;
   }
 

@@ -62,6 +62,7 @@
 #include "meshpp/core/agree.hpp"
 #include "meshpp/core/checked.hpp"
 #include "meshpp/core/error.hpp"
+#include "meshpp/core/random.hpp"
 #include "meshpp/core/text.hpp"
 
 namespace meshpp {
@@ -379,21 +380,6 @@ inline text_corpus read_text(const char* who, const std::string& path,
   out.train_ids.insert(out.train_ids.end(), at(from), at(n));
   return out;
 }
-
-// splitmix64's output function: a bijection of 64-bit words that mixes every bit into every
-// other.
-constexpr std::uint64_t splitmix64_mix(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
-
-// splitmix64{state}.next(): the state advances by the golden gamma, the output is its mix
-// (the reference generator of Steele et al.; from state 0: 0xe220a8397b1dcdaf, ...).
-struct splitmix64 {
-  std::uint64_t state = 0;
-  constexpr std::uint64_t next() { return splitmix64_mix(state += 0x9e3779b97f4a7c15u); }
-};
 
 // The stream for (seed, step): distinct steps of one seed start at pseudo-random states
 // (not neighbouring ones, whose streams would be shifted copies of each other).

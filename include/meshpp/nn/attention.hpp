@@ -202,8 +202,9 @@ class multihead_attention {
   // variables(): (wq, wk, wv, wo)
   auto variables() const { return std::tuple(wq_, wk_, wv_, wo_); }
 
-  // inference: true turns dropout off (evaluation, generation)
+  // inference: true turns dropout off (evaluation, generation); set_inference(on) sets it
   bool inference = false;
+  void set_inference(bool on) { inference = on; }
 
  private:
   // glorot<W>(mesh, sizes, seed): U(-l, l), l = sqrt(6 / (fan_in + fan_out)); the fan-in is

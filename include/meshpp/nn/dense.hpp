@@ -32,13 +32,13 @@
 #include <utility>
 
 #include "meshpp/autodiff/einsum.hpp"
+#include "meshpp/autodiff/parameters.hpp"
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/core/blocks.hpp"
 #include "meshpp/core/create.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
 #include "meshpp/nn/bias_activation.hpp"
-#include "meshpp/nn/variables.hpp"
 
 namespace meshpp {
 

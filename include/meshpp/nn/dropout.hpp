@@ -122,8 +122,9 @@ class dropout_layer {
     return dropout(x, rate_, seed_, step_++);
   }
 
-  // true: the identity (evaluation, serving)
+  // true: the identity (evaluation, serving); set_inference(on) sets it
   bool inference = false;
+  void set_inference(bool on) { inference = on; }
 
   double rate() const { return rate_; }
   std::uint64_t seed() const { return seed_; }

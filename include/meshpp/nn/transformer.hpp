@@ -143,7 +143,7 @@ class transformer_block {
   // set_inference(on): dropout off (evaluation, generation) or on (training)
   void set_inference(bool on) {
     inference_ = on;
-    attention_.inference = on;
+    attention_.set_inference(on);
   }
 
  private:

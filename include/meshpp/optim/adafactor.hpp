@@ -307,7 +307,7 @@ class adafactor_slot final : public optimizer_slot<Tensor> {
 /// @brief Adafactor (see the top of optim/adafactor.hpp for the rule and its communication).
 class adafactor final : public basic_optimizer<adafactor_options, detail::adafactor_slot> {
  public:
-  // adafactor(options, variables...)
+  // adafactor(options, parts...): variables, or layers or models of them (autodiff/parameters.hpp)
   template <class... Vs>
   explicit adafactor(adafactor_options o = {}, const Vs&... vs)
       : basic_optimizer((detail::check_options(o), o)) {

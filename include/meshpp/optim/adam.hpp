@@ -180,7 +180,7 @@ class adam_slot final : public optimizer_slot<Tensor> {
 /// @brief Adam (see the top of optim/adam.hpp for the rule).
 class adam final : public basic_optimizer<adam_options, detail::adam_slot> {
  public:
-  // adam(options, variables...)
+  // adam(options, parts...): variables, or layers or models of them (autodiff/parameters.hpp)
   template <class... Vs>
   explicit adam(adam_options o = {}, const Vs&... vs)
       : basic_optimizer((detail::check_adam_options("adam", o), o)) {
@@ -197,7 +197,7 @@ class adam final : public basic_optimizer<adam_options, detail::adam_slot> {
 /// @brief AdamW: Adam with decoupled weight decay (see the top of optim/adam.hpp).
 class adamw final : public basic_optimizer<adamw_options, detail::adam_slot> {
  public:
-  // adamw(options, variables...)
+  // adamw(options, parts...): variables, or layers or models of them (autodiff/parameters.hpp)
   template <class... Vs>
   explicit adamw(adamw_options o = {}, const Vs&... vs)
       : basic_optimizer((detail::check_adam_options("adamw", o), o)) {

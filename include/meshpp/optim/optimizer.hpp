@@ -101,6 +101,7 @@
 #include <utility>
 #include <vector>
 
+#include "meshpp/autodiff/parameters.hpp"
 #include "meshpp/autodiff/traced.hpp"
 #include "meshpp/comm/collectives.hpp"
 #include "meshpp/core/config.hpp"
@@ -249,11 +250,6 @@ MESHPP_KERNEL_INSTANCE double square_sum<double>(std::size_t, const double*);
 MESHPP_KERNEL_INSTANCE void scale_in_place<float>(std::size_t, float*, float);
 MESHPP_KERNEL_INSTANCE void scale_in_place<double>(std::size_t, double*, double);
 #endif
-
-template <class X>
-inline constexpr bool is_variable_v = false;
-template <class Tensor>
-inline constexpr bool is_variable_v<variable<Tensor>> = true;
 
 }  // namespace detail
 
@@ -641,17 +637,18 @@ class basic_optimizer : public optimizer {
  public:
   using options_type = Options;
 
-  // add(variables...): trains these variables too (any tensor types)
-  template <class... Vs>
-  void add(const Vs&... vs) {
+  // add(parts...): trains these variables too (any tensor types), or every variable of these
+  // layers or models (autodiff/parameters.hpp: a model's layers(), a layer's variables())
+  template <class... Parts>
+  void add(const Parts&... parts) {
     // If this fails, an argument is a plain tensor or a traced value: only variables are
     // trained (wrap the initial value: mp::variable w(tensor, "w")).
     static_assert(
-        (... && (detail::is_variable_v<Vs> || offending::optimizer_argument_is_not_a_variable<Vs>)),
-        "meshpp::optimizer::add(variables...): each argument must be a "
-        "meshpp::variable");
-    if constexpr ((... && detail::is_variable_v<Vs>)) {
-      (add_one(vs), ...);
+        (... && (is_model_part_v<Parts> || offending::optimizer_argument_is_not_a_variable<Parts>)),
+        "meshpp::optimizer::add(parts...): each argument must be a meshpp::variable, "
+        "or a layer or model of them");
+    if constexpr ((... && is_model_part_v<Parts>)) {
+      (for_each_variable(parts, [&](const auto& v) { add_one(v); }), ...);
     }
   }
 

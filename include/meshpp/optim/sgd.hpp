@@ -141,7 +141,7 @@ class sgd_slot final : public optimizer_slot<Tensor> {
 /// @brief Stochastic gradient descent (see the top of optim/sgd.hpp for the rule).
 class sgd final : public basic_optimizer<sgd_options, detail::sgd_slot> {
  public:
-  // sgd(options, variables...)
+  // sgd(options, parts...): variables, or layers or models of them (autodiff/parameters.hpp)
   template <class... Vs>
   explicit sgd(sgd_options o = {}, const Vs&... vs)
       : basic_optimizer((detail::check_options(o), o)) {
