@@ -14,6 +14,7 @@
 //   mpiexec -n 2 build/examples/mnist --layout data --epochs 5
 //   [--data DIR] [--optimizer adam|sgd] [--learning-rate X] [--batch 100] [--hidden 1024]
 //   [--layout auto [--machine FILE]]
+//   [--schedule constant|cosine [--warmup N]] [--clip-norm X]
 //   [--steps N] [--log-every N] [--seed S] [--json]
 //   [--checkpoint FILE [--checkpoint-every N] [--resume]]
 //
@@ -65,7 +66,12 @@ options parse(int argc, char** argv) {
              "how the model is split over the ranks (auto: the layout search's choice)");
   cli.add("--machine", o.machine, "the machine model --layout auto prices on", "FILE");
   cli.choose("--optimizer", o.optimizer, {"adam", "sgd"}, "the optimizer");
-  cli.add("--learning-rate", o.learning_rate, "the step size (negative: the optimizer's own)");
+  cli.add("--learning-rate", o.learning_rate,
+          "the step size, the peak of cosine (negative: the optimizer's own)");
+  cli.choose("--schedule", o.schedule, {"constant", "cosine"},
+             "the learning rate of each step (cosine: --warmup steps up, then down to a tenth)");
+  cli.add("--warmup", o.warmup, "warmup steps of the cosine schedule");
+  cli.add("--clip-norm", o.clip_norm, "the gradients' global norm clipped to this (0: none)");
   cli.add("--batch", o.batch, "examples per step");
   cli.add("--hidden", o.hidden, "the hidden layer's width");
   cli.add("--epochs", o.epochs, "passes over the training set");
@@ -77,6 +83,8 @@ options parse(int argc, char** argv) {
   cli.parse(argc, argv);
   if (o.batch == 0 || o.hidden == 0 || o.log_every == 0)
     cli.fail("--batch, --hidden and --log-every must be positive");
+  if (!(o.clip_norm >= 0)) cli.fail("--clip-norm must be >= 0 (0: no clipping)");
+  if (o.warmup > 0 && o.schedule != "cosine") cli.fail("--warmup needs --schedule cosine");
   examples::check_checkpoint_flags(cli, o.checkpoint, o.checkpoint_every, o.resume);
   return o;
 }

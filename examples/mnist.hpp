@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -34,7 +35,10 @@ struct options {
   std::string layout = "data";  // data, model, data+model, or auto (main resolves it)
   std::string machine = "meshpp-machine.txt";  // --layout auto's machine model (examples/calibrate)
   std::string optimizer = "adam";
-  double learning_rate = -1;  // the optimizer's default
+  double learning_rate = -1;          // the optimizer's default
+  std::string schedule = "constant";  // or cosine: warmup, then decay to a tenth at the last step
+  std::size_t warmup = 0;             // steps of linear warmup (cosine)
+  double clip_norm = 0;               // > 0: the gradients' global norm clipped to this
   std::size_t batch = 100, hidden = 1024;
   std::size_t epochs = 5, steps = 0;  // steps > 0: stop after that many steps
   std::size_t log_every = 100;
@@ -202,6 +206,13 @@ void train(const Mesh& mesh, const mp::mnist_data& data, const options& o) {
   auto save = [](std::size_t) {};
 #endif
   const std::size_t trained = total > done ? total - done : 0;  // steps this run takes
+  // the rate of each step: the optimizer's (or --learning-rate) throughout, or warmup and cosine
+  const double peak = opt->learning_rate();
+  const std::function<double(std::int64_t)> schedule =
+      o.schedule == "cosine"
+          ? std::function<double(std::int64_t)>(mp::warmup_cosine(
+                peak, static_cast<std::int64_t>(o.warmup), static_cast<std::int64_t>(total), 0.1))
+          : std::function<double(std::int64_t)>(mp::constant_rate(peak));
   std::vector<std::uint32_t> order;
   mesh.world().barrier();
   const auto start = std::chrono::steady_clock::now();
@@ -214,6 +225,8 @@ void train(const Mesh& mesh, const mp::mnist_data& data, const options& o) {
     const auto y = net.labels(data.train_labels, at);
     auto loss = net.loss(x, y);
     mp::backward(loss);
+    if (o.clip_norm > 0) mp::clip_grad_norm(*opt, o.clip_norm);  // one allreduce of one value
+    mp::apply_schedule(*opt, schedule);  // the rate of step opt->steps() + 1, this one
     opt->step();
     if (step % o.log_every == 0 || step == total) {
       const auto now = std::chrono::steady_clock::now();
