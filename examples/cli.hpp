@@ -82,6 +82,7 @@ class cli {
   requires(!std::same_as<T, bool>) void add(const char* name, std::vector<T>& v, const char* help,
                                             const char* metavar = "N") {
     std::vector<std::string> shown;
+    shown.reserve(v.size());
     for (const T& x : v) shown.push_back(std::to_string(x));
     list(name, v, help, metavar, shown,
          [this, name](const std::string& s) { return integer<T>(name, s); });
