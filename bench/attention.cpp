@@ -20,8 +20,8 @@
 #include <cstdio>
 #include <string>
 
-#include "arguments.hpp"
 #include "bench.hpp"
+#include "cli.hpp"
 
 namespace mp = meshpp;
 MESHPP_DIM(batch);
@@ -50,27 +50,14 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
 int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   std::size_t b = 32, l = 128, h = 4, dk = 32;
-  examples::arguments args(
-      "bench/attention",
-      "usage: mpiexec -n P bench/attention [--batch 32] [--seq 128] [--heads 4] [--d-k 32]", argc,
-      argv);
-  try {
-    while (args.next()) {
-      if (args.is("--batch"))
-        b = args.count();
-      else if (args.is("--seq"))
-        l = args.count();
-      else if (args.is("--heads"))
-        h = args.count();
-      else if (args.is("--d-k"))
-        dk = args.count();
-      else
-        args.unknown();
-    }
-  } catch (const mp::error& e) {  // every rank reads the same arguments: each says why
-    std::fprintf(stderr, "rank %d: %s\n", boost::mpi::communicator().rank(), e.what());
-    return 2;
-  }
+  examples::cli cli("bench/attention",
+                    "the Transformer's attention core, forward and backward, fused against "
+                    "separate operations; one JSON line");
+  cli.add("--batch", b, "sequences per rank");
+  cli.add("--seq", l, "the sequence length");
+  cli.add("--heads", h, "attention heads");
+  cli.add("--d-k", dk, "each head's width");
+  cli.parse(argc, argv);
   const int n = boost::mpi::communicator().size();
   mesh_t mesh({n});
   const auto sizes = mp::extents{batch{} = b * std::size_t(n),

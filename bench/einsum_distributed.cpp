@@ -19,7 +19,8 @@
 // configurations in a first timing is the baseline, and the line names it. Its result is
 // compared once with meshpp's (max_abs_diff). meshpp, psgemm and the limit's sgemm alternate,
 // repetitions >= 5, medians (as bench.hpp's compare). One JSON line per case.
-//   mpiexec -n 2 build/bench/einsum_distributed [--n 2048 [--n 4096 ...]] [--two-dim-only]
+//   mpiexec -n 2 build/bench/einsum_distributed [--n 2048[,4096...]] [--two-dim-only]
+// (--n given again adds sizes too: --n 2048 --n 4096)
 #include <meshpp/meshpp.hpp>
 
 #include <cblas.h>
@@ -31,8 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "arguments.hpp"
 #include "bench.hpp"
+#include "cli.hpp"
 
 #ifdef MESHPP_BENCH_HAVE_SCALAPACK
 extern "C" {
@@ -337,30 +338,16 @@ void two_dim_cases(std::size_t n) {
 
 int main(int argc, char** argv) {
   mp::environment env(argc, argv);
-  std::vector<std::size_t> sizes;
-  bool one_dim = true;
-  examples::arguments args(
-      "einsum_distributed",
-      "usage: einsum_distributed [--n N]... [--two-dim-only]\n"
-      "  --n             a matrix size, at least 1 (repeatable; 2048 if none)\n"
-      "  --two-dim-only  only the 2-D mesh case",
-      argc, argv);
-  try {
-    while (args.next()) {
-      if (args.is("--two-dim-only")) {
-        one_dim = false;
-      } else if (args.is("--n")) {
-        sizes.push_back(args.count());
-        if (sizes.back() == 0) throw mp::error("einsum_distributed: --n must be at least 1");
-      } else {
-        args.unknown();
-      }
-    }
-  } catch (const mp::error& e) {  // every rank reads the same arguments: each says why
-    std::fprintf(stderr, "rank %d: %s\n", boost::mpi::communicator().rank(), e.what());
-    return 1;
-  }
-  if (sizes.empty()) sizes = {2048};
+  std::vector<std::size_t> sizes{2048};
+  bool two_dim_only = false;
+  examples::cli cli("bench/einsum_distributed",
+                    "distributed n x n matrix products under several layouts against ScaLAPACK's "
+                    "psgemm and the sgemm rate x ranks; one JSON line per case");
+  cli.add("--n", sizes, "the matrices' size, at least 1");
+  cli.add("--two-dim-only", two_dim_only, "only the 2-D mesh case");
+  cli.parse(argc, argv);
+  for (const std::size_t n : sizes)
+    if (n == 0) cli.fail("--n must be at least 1");
 #ifndef MESHPP_BENCH_HAVE_SCALAPACK
   if (boost::mpi::communicator().rank() == 0)
     std::fprintf(stderr,
@@ -368,7 +355,7 @@ int main(int argc, char** argv) {
                  "baseline, only the sgemm x ranks limit\n");
 #endif
   for (std::size_t n : sizes) {
-    if (one_dim) one_dim_cases(n);
+    if (!two_dim_only) one_dim_cases(n);
     two_dim_cases(n);
   }
   return 0;

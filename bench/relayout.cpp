@@ -16,8 +16,8 @@
 
 #include <mpi.h>
 
-#include "arguments.hpp"
 #include "bench.hpp"
+#include "cli.hpp"
 
 namespace mp = meshpp;
 MESHPP_DIM(batch);
@@ -32,19 +32,14 @@ using sequence_parallel = mp::layout<mp::split<seq, all>>;
 
 int main(int argc, char** argv) {
   mp::environment env(argc, argv);
-  examples::arguments args(
-      "bench/relayout", "usage: mpiexec -n P bench/relayout [--direct-copies on|off]", argc, argv);
-  try {
-    while (args.next()) {
-      if (args.is("--direct-copies"))
-        mp::detail::single_copy_relayout = args.choice({"on", "off"}) == "on";
-      else
-        args.unknown();
-    }
-  } catch (const mp::error& e) {  // every rank reads the same arguments: each says why
-    std::fprintf(stderr, "rank %d: %s\n", boost::mpi::communicator().rank(), e.what());
-    return 1;
-  }
+  std::string direct_copies = mp::detail::single_copy_relayout ? "on" : "off";
+  examples::cli cli("bench/relayout",
+                    "an activation switched between layouts against a raw MPI_Alltoall of the "
+                    "same bytes; one JSON line per case");
+  cli.choose("--direct-copies", direct_copies, {"on", "off"},
+             "one node's ranks copy directly (off: MPI_Alltoallv)");
+  cli.parse(argc, argv);
+  mp::detail::single_copy_relayout = direct_copies == "on";
   const int n = boost::mpi::communicator().size();
   mesh_t mesh({n});
   for (std::size_t rows : {256, 1024, 4096}) {

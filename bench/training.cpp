@@ -41,8 +41,8 @@
 #include <cblas.h>
 #include <mpi.h>
 
-#include "arguments.hpp"
 #include "bench.hpp"
+#include "cli.hpp"
 
 namespace mp = meshpp;
 MESHPP_DIM(batch);
@@ -224,32 +224,18 @@ int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   std::size_t b = 100, h = 1024;
   std::string optimizer = "sgd", layout = "data";
-  mp::sharding sharded = mp::sharding::measured;
-  examples::arguments args(
-      "bench/training",
-      "usage: mpiexec -n P bench/training [--batch 100] [--hidden 1024] [--optimizer sgd|adam]\n"
-      "                                   [--layout data|model] [--sharded-updates "
-      "on|off|measured]",
-      argc, argv);
-  try {
-    while (args.next()) {
-      if (args.is("--batch"))
-        b = args.count();
-      else if (args.is("--hidden"))
-        h = args.count();
-      else if (args.is("--optimizer"))
-        optimizer = args.choice({"sgd", "adam"});
-      else if (args.is("--layout"))
-        layout = args.choice({"data", "model"});
-      else if (args.is("--sharded-updates"))
-        sharded = bench::sharding_named(args.choice({"on", "off", "measured"}));
-      else
-        args.unknown();
-    }
-  } catch (const mp::error& e) {  // every rank reads the same arguments: each says why
-    std::fprintf(stderr, "rank %d: %s\n", boost::mpi::communicator().rank(), e.what());
-    return 1;
-  }
+  std::string sharded_updates = "measured";
+  examples::cli cli("bench/training",
+                    "one training step of the MNIST network under a layout against the same step "
+                    "by hand (cblas_sgemm, MPI_Allreduce); one JSON line");
+  cli.add("--batch", b, "examples per step");
+  cli.add("--hidden", h, "the hidden layer's width");
+  cli.choose("--optimizer", optimizer, {"sgd", "adam"}, "the optimizer");
+  cli.choose("--layout", layout, {"data", "model"}, "the layout (batch:all or hidden:all)");
+  cli.choose("--sharded-updates", sharded_updates, {"on", "off", "measured"},
+             "the update sharded among the replicas (optimizer::set_sharding)");
+  cli.parse(argc, argv);
+  const mp::sharding sharded = bench::sharding_named(sharded_updates);
   const bool adam = optimizer == "adam";
   if (layout == "model")
     run<mp::mesh<mp::axes<all>, mp::layout<mp::split<hidden, all>>>>(b, h, adam, layout, sharded);

@@ -15,7 +15,8 @@
 //                                        [--sharded-updates on|off|measured]
 // (optimizer::set_sharding(sharding::on, off or measured), to measure what sharding Adam's
 // update gains; measured, the library's default, unless given);
-// without --layout, the four in turn (bench/run)
+// without --layout, the four in turn (bench/run); --layout data,model (or --layout data
+// --layout model) runs those two
 // Prints the usual bench line plus tokens/s, the model FLOPs, their fraction of the sgemm rate
 // (baseline_s / meshpp_s) and the model's parameters (bench/transformer_torch.py: PyTorch's).
 // Then the step's own BLAS, after the comparison, over 5 more steps: the share of the step spent
@@ -34,8 +35,8 @@
 #include <string>
 #include <vector>
 
-#include "arguments.hpp"
 #include "bench.hpp"
+#include "cli.hpp"
 #include "transformer.hpp"
 
 namespace tx = transformer_example;
@@ -180,40 +181,23 @@ void bench_layout(const Mesh& mesh, const tx::options& o, mp::sharding sharded) 
 int main(int argc, char** argv) {
   mp::environment env(argc, argv);
   tx::options o;
-  std::vector<std::string> layouts;
-  mp::sharding sharded = mp::sharding::measured;  // --sharded-updates on|off|measured
-  examples::arguments args(
-      "bench/transformer",
-      "usage: mpiexec -n P bench/transformer [--layout data|model|data+model|model+residual]...\n"
-      "       [--batch N] [--seq N] [--layers N] [--d-model N] [--heads N] [--d-ff N]\n"
-      "       [--sharded-updates on|off|measured]",
-      argc, argv);
-  try {
-    while (args.next()) {
-      if (args.is("--layout"))
-        layouts.push_back(args.choice({"data", "model", "data+model", "model+residual"}));
-      else if (args.is("--batch"))
-        o.batch = args.count();
-      else if (args.is("--seq"))
-        o.seq = args.count();
-      else if (args.is("--layers"))
-        o.layers = args.count();
-      else if (args.is("--d-model"))
-        o.d_model = args.count();
-      else if (args.is("--heads"))
-        o.heads = args.count();
-      else if (args.is("--d-ff"))
-        o.d_ff = args.count();
-      else if (args.is("--sharded-updates"))
-        sharded = bench::sharding_named(args.choice({"on", "off", "measured"}));
-      else
-        args.unknown();
-    }
-  } catch (const mp::error& e) {  // every rank reads the same arguments: each says why
-    std::fprintf(stderr, "rank %d: %s\n", boost::mpi::communicator().rank(), e.what());
-    return 1;
-  }
-  if (layouts.empty()) layouts = {"data", "model", "data+model", "model+residual"};
+  std::vector<std::string> layouts{"data", "model", "data+model", "model+residual"};
+  std::string sharded_updates = "measured";
+  examples::cli cli("bench/transformer",
+                    "one training step of examples/transformer's model under each layout against "
+                    "cblas_sgemm doing the same FLOPs; one JSON line per layout");
+  cli.choose("--layout", layouts, {"data", "model", "data+model", "model+residual"},
+             "the layouts, in turn");
+  cli.add("--batch", o.batch, "windows per step");
+  cli.add("--seq", o.seq, "characters per window");
+  cli.add("--layers", o.layers, "decoder layers");
+  cli.add("--d-model", o.d_model, "the model's width (a multiple of --heads)");
+  cli.add("--heads", o.heads, "attention heads");
+  cli.add("--d-ff", o.d_ff, "the feed-forward layers' width");
+  cli.choose("--sharded-updates", sharded_updates, {"on", "off", "measured"},
+             "Adam's update sharded among the replicas (optimizer::set_sharding)");
+  cli.parse(argc, argv);
+  const mp::sharding sharded = bench::sharding_named(sharded_updates);
   const boost::mpi::communicator world;
   const int n = world.size();
   for (const auto& layout : layouts) {
@@ -226,7 +210,7 @@ int main(int argc, char** argv) {
       bench_layout(mesh_data_model(mp::balanced_grid<2>(n)), o, sharded);
     else if (layout == "model+residual")
       bench_layout<mesh_model, residual_over_all>(mesh_model({n}), o, sharded);
-    else  // args.choice let no other name through
+    else  // cli.choose let no other name through
       throw mp::error("bench/transformer: unknown layout '" + layout + "'");
   }
 }

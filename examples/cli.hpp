@@ -6,6 +6,7 @@
 //   cli.add("--data", o.data, "the Fashion-MNIST directory", "DIR");
 //   cli.choose("--layout", o.layout, {"data", "model", "data+model", "auto"}, "the layout");
 //   cli.add("--json", o.json, "stdout JSON lines only");  // a bool: a switch
+//   cli.add("--n", o.sizes, "matrix sizes");  // a std::vector: a list (below)
 //   cli.parse(argc, argv);
 //   if (o.batch == 0) cli.fail("--batch must be positive");
 //
@@ -14,6 +15,8 @@
 // stderr from rank 0 and exits 2 on every rank. Every rank reads the same arguments, so every
 // rank reaches the same verdict with no communication; MPI, if up, is finalized before the exit,
 // so the exit is a clean one (mpiexec reports the status 2 of a run unless run with -q).
+// A list flag (a std::vector of integers, or choose() into one of names) takes several values,
+// comma-separated or the flag given again (--n 256,512 or --n 256 --n 512), each checked alone.
 #pragma once
 
 #include <algorithm>
@@ -67,18 +70,29 @@ class cli {
   void choose(const char* name, std::string& v, std::initializer_list<const char*> allowed,
               const char* help) {
     std::vector<std::string> names(allowed.begin(), allowed.end());
-    std::string metavar;
-    for (const auto& a : names) metavar += (metavar.empty() ? "" : "|") + a;
-    flags_.push_back(
-        {name, metavar, help, v, [this, name, names, &v](const std::string& s) {
-           if (std::find(names.begin(), names.end(), s) == names.end()) {
-             std::string list;
-             for (std::size_t i = 0; i < names.size(); ++i)
-               list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-             fail(std::string(name) + " must be " + list + ", not '" + s + "'");
-           }
-           v = s;
-         }});
+    flags_.push_back({name, alternatives(names), help, v,
+                      [this, name, names, &v](const std::string& s) { v = pick(name, names, s); }});
+  }
+
+  // A list: --key 1,2 or --key 1 --key 2 (or both); each element is checked as the one-value
+  // flag of its kind checks it. The vector's elements are the default, which the first --key
+  // given replaces; later ones add to it.
+  // a list of integers; unsigned ones take digits only
+  template <std::integral T>
+  requires(!std::same_as<T, bool>) void add(const char* name, std::vector<T>& v, const char* help,
+                                            const char* metavar = "N") {
+    std::vector<std::string> shown;
+    shown.reserve(v.size());
+    for (const T& x : v) shown.push_back(std::to_string(x));
+    list(name, v, help, metavar, shown,
+         [this, name](const std::string& s) { return integer<T>(name, s); });
+  }
+  // a list of names, each one of `allowed`
+  void choose(const char* name, std::vector<std::string>& v,
+              std::initializer_list<const char*> allowed, const char* help) {
+    std::vector<std::string> names(allowed.begin(), allowed.end());
+    list(name, v, help, alternatives(names), v,
+         [this, name, names](const std::string& s) { return pick(name, names, s); });
   }
 
   // reads the arguments into the declared variables; exits on --help (0) or an error (2)
@@ -165,6 +179,47 @@ class cli {
   [[noreturn]] void help() const {
     if (rank() == 0) std::fputs(usage().c_str(), stdout);
     finish(0);
+  }
+
+  static std::string alternatives(const std::vector<std::string>& names) {
+    std::string metavar;
+    for (const auto& a : names) metavar += (metavar.empty() ? "" : "|") + a;
+    return metavar;
+  }
+  // s if it is one of names, else the error naming them
+  std::string pick(const char* name, const std::vector<std::string>& names,
+                   const std::string& s) const {
+    if (std::find(names.begin(), names.end(), s) == names.end()) {
+      std::string list;
+      for (std::size_t i = 0; i < names.size(); ++i)
+        list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+      fail(std::string(name) + " must be " + list + ", not '" + s + "'");
+    }
+    return s;
+  }
+  // a list flag: its --help entry (metavar[,...], the default `shown` joined by commas) and
+  // what each value given does: split at the commas, each element read by `read`
+  template <class T, class Read>
+  void list(const char* name, std::vector<T>& v, const char* help, const std::string& metavar,
+            const std::vector<std::string>& shown, Read read) {
+    std::string fallback;
+    for (const auto& x : shown) fallback += (fallback.empty() ? "" : ",") + x;
+    flags_.push_back({name, metavar + "[,...]",
+                      std::string(help) + " (several: comma-separated or the flag again)",
+                      fallback.empty() ? "none" : fallback,
+                      [this, name, &v, read, given = false](const std::string& s) mutable {
+                        if (!given) v.clear();  // the first one given replaces the default
+                        given = true;
+                        for (std::size_t from = 0;;) {
+                          const std::size_t comma = s.find(',', from);
+                          const std::string element = s.substr(from, comma - from);
+                          if (element.empty())
+                            fail(std::string(name) + " has an empty element: '" + s + "'");
+                          v.push_back(read(element));
+                          if (comma == std::string::npos) break;
+                          from = comma + 1;
+                        }
+                      }});
   }
 
   template <class T>
