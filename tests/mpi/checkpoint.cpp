@@ -362,6 +362,53 @@ TEST_CASE("sharded updates: one rank's bits, the state completed by save, a roll
   }
 }
 
+TEST_CASE("sharded state: saved in shares, loaded whole, and back; the same bits") {
+  // w and b replicated over z: under shard_level::state each rank holds its share of the state
+  // alone; a save gathers each state array, a load keeps this rank's share
+  shared_dir dir;
+  const mesh_t shared({1, 1, world().size()});
+  for (std::string kind : {"sgd", "adam", "adamw"}) {
+    CAPTURE(kind);
+    model net(shared, 1), plain(shared, 1), again(shared, 1);
+    auto sharded = make(kind, net);
+    sharded->set_shard(mp::shard_level::state);
+    for (int s = 0; s < 3; ++s) net.step(*sharded);
+    mp::checkpoint out;
+    out.add(net.w, net.b).add(*sharded);
+    shared.counters().reset();
+    mp::save(dir / "state.h5", shared, out);
+    // one allgather per state array (sgd: the momentum; adam: m and v) of w and of b
+    const std::uint64_t arrays = kind == "sgd" ? 2 : 4;
+    CHECK(shared.counters().total(mp::collective::allgather).calls ==
+          (world().size() > 1 ? arrays : 0u));
+    // into an unsharded optimizer: the same steps after it
+    auto whole = make(kind, plain);
+    mp::checkpoint in;
+    in.add(plain.w, plain.b).add(*whole);
+    mp::load(dir / "state.h5", shared, in);
+    for (int s = 0; s < 2; ++s) {
+      net.step(*sharded);
+      plain.step(*whole);
+    }
+    CHECK(all_ranks(meshpp_test::bit_equal(net.w.value().local(), plain.w.value().local())));
+    CHECK(all_ranks(meshpp_test::bit_equal(net.b.value().local(), plain.b.value().local())));
+    // and from the unsharded one back into a sharded one, chosen before the load
+    mp::save(dir / "whole.h5", shared, in);
+    auto back = make(kind, again);
+    back->set_shard(mp::shard_level::state);
+    mp::checkpoint into;
+    into.add(again.w, again.b).add(*back);
+    mp::load(dir / "whole.h5", shared, into);
+    CHECK(back->state_bytes() == sharded->state_bytes());  // this rank's share, as before
+    for (int s = 0; s < 2; ++s) {
+      plain.step(*whole);
+      again.step(*back);
+    }
+    CHECK(all_ranks(meshpp_test::bit_equal(plain.w.value().local(), again.w.value().local())));
+    if (world().size() > 1) CHECK(back->state_bytes() < whole->state_bytes());
+  }
+}
+
 TEST_CASE("bad input fails on every rank, naming the file, the object and the reason") {
   shared_dir dir;
   const mesh_t m(layouts().back());

@@ -9,6 +9,7 @@
 #include <meshpp/ops/scatter_gather.hpp>
 #include <meshpp/optim/adafactor.hpp>
 #include <meshpp/optim/adam.hpp>
+#include <meshpp/optim/sgd.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -260,6 +261,15 @@ gather_count shared_update(const Tensor& v) {
   return {1, share, (n - share) * sizeof(typename Tensor::value_type), p};
 }
 
+// sgd_momentum(opt): an SGD's momentum, 0 for any other optimizer
+template <class Opt>
+double sgd_momentum(const Opt& opt) {
+  if constexpr (requires { opt.options().momentum; })
+    return opt.options().momentum;
+  else
+    return 0;
+}
+
 // How run() drives an optimizer: `steps` steps; the learning rate halved before step 3
 // (references with an `lr`); no allreduce in a step (`local_only`); sharded updates turned
 // off before step `unshard_from` (-1: never).
@@ -272,6 +282,8 @@ struct schedule {
   // how the optimizer shards (sharding::on unless a case says otherwise: the allgathers each
   // step makes are then known before it; under measured, from the optimizer's choice)
   mp::sharding sharding = mp::sharding::on;
+  // shard_level::state: every update of a variable with replicas sharded, its state in shares
+  mp::shard_level shard = mp::shard_level::none;
 };
 
 // run(opt, schedule, variables...): opt on the variables, each checked against its reference
@@ -280,6 +292,7 @@ struct schedule {
 template <class Opt, class... Tracked>
 void run(Opt& opt, const schedule& s, Tracked&... vs) {
   opt.set_sharding(s.sharding);
+  opt.set_shard(s.shard);
   opt.add(vs.var...);
   REQUIRE(opt.size() == sizeof...(vs));  // variable i of the optimizer: the i-th of vs
   auto& first = std::get<0>(std::tie(vs...));
@@ -308,7 +321,17 @@ void run(Opt& opt, const schedule& s, Tracked&... vs) {
     opt.step();
     gather_count expected;
     using O = std::remove_cvref_t<Opt>;
-    if constexpr (std::is_same_v<O, mp::adam> || std::is_same_v<O, mp::adamw>) {
+    // sharded state: each update sharded, the state never completed
+    const bool state_in_shares =
+        s.shard == mp::shard_level::state &&
+        (std::is_same_v<O, mp::adam> || std::is_same_v<O, mp::adamw> || sgd_momentum(opt) != 0);
+    if (state_in_shares) {
+      std::size_t i = 0;
+      auto add = [&](auto& v) {
+        if (had_grad[i++]) expected.add(shared_update(v.var.value()));
+      };
+      (add(vs), ...);
+    } else if constexpr (std::is_same_v<O, mp::adam> || std::is_same_v<O, mp::adamw>) {
       std::size_t i = 0;
       auto add = [&](auto& v) {
         const std::size_t index = i++;

@@ -118,6 +118,10 @@ class state_visitor {
   enum class mode { save, check, load };
   virtual ~state_visitor() = default;
   virtual mode what() const = 0;
+  // writes(): saving, whether the values are written (false: a walk that only checks what
+  // would be saved, before any collective call, so a state that must be gathered first need
+  // not be)
+  virtual bool writes() const { return what() == mode::save; }
 
   // kind(name): the kind of object walked ("adam"): saved; a different one in the file is an
   // error (state saved by SGD does not load into Adam)

@@ -212,6 +212,20 @@ class adafactor_slot final : public optimizer_slot<Tensor> {
     });
   }
 
+  std::size_t state_bytes() const override {
+    std::size_t n = 0;
+    const auto add = [&](const auto& t) {
+      if (t) n += t->local().size() * sizeof(typename Tensor::value_type);
+    };
+    if constexpr (Tensor::rank >= 2) {
+      add(factors_.v_r);
+      add(factors_.v_c);
+    }
+    add(v_);
+    add(m_);
+    return n;
+  }
+
   // the count of updates, whether factored, and the statistics that exist: v_r and v_c
   // (factored) or v, and m (beta1 > 0)
   void visit_state(state_visitor& v) override {

@@ -129,6 +129,7 @@ template <class Tensor, class Options>
 class adam_slot final : public optimizer_slot<Tensor> {
  public:
   using T = typename Tensor::value_type;
+  using state_array = typename optimizer_slot<Tensor>::state_array;
 
   adam_slot(variable<Tensor> v, std::shared_ptr<const Options> o)
       : optimizer_slot<Tensor>(std::move(v)), options_(std::move(o)) {}
@@ -136,8 +137,8 @@ class adam_slot final : public optimizer_slot<Tensor> {
   void update() override {
     const Options& o = *options_;
     if (!m_) {
-      m_.emplace(this->zeros_like_parameter());
-      v_.emplace(this->zeros_like_parameter());
+      m_.emplace(this->zeros_like_state());
+      v_.emplace(this->zeros_like_state());
     }
     ++t_;
     const double t = static_cast<double>(t_);
@@ -150,14 +151,14 @@ class adam_slot final : public optimizer_slot<Tensor> {
     T wd = 0;
     if constexpr (requires { o.weight_decay; }) wd = static_cast<T>(o.weight_decay);
     const auto [begin, end] = this->shard();
-    this->count_passes(7);  // p, g, m, v read; p, m, v written
+    const std::size_t at = begin - this->state_range().begin;  // the state's index of begin
+    this->count_passes(7);                                     // p, g, m, v read; p, m, v written
     adam_update<T>(end - begin, this->parameter().local().data() + begin,
-                   std::as_const(this->gradient().local()).data() + begin,
-                   m_->local().data() + begin, v_->local().data() + begin,
-                   {lr, beta1, beta2, eps, correct1, correct2, wd});
+                   std::as_const(this->gradient().local()).data() + begin, m_->data() + at,
+                   v_->data() + at, {lr, beta1, beta2, eps, correct1, correct2, wd});
   }
   bool shardable() const override { return true; }
-  std::vector<Tensor*> state_tensors() override {
+  std::vector<state_array*> state_arrays() override {
     if (!m_) return {};
     return {&*m_, &*v_};
   }
@@ -165,13 +166,13 @@ class adam_slot final : public optimizer_slot<Tensor> {
   // the count of updates and the two moments (absent before the first update)
   void visit_state(state_visitor& v) override {
     v.integer("updates", t_);
-    visit_optional_tensor(v, "m", m_, [&] { return this->zeros_like_parameter(); });
-    visit_optional_tensor(v, "v", v_, [&] { return this->zeros_like_parameter(); });
+    this->visit_state_array(v, "m", m_);
+    this->visit_state_array(v, "v", v_);
   }
 
  private:
   std::shared_ptr<const Options> options_;
-  std::optional<Tensor> m_, v_;  // the moments, created at the first update
+  std::optional<state_array> m_, v_;  // the moments, created at the first update
   std::int64_t t_ = 0;
 };
 

@@ -40,6 +40,14 @@
 // measured's update 4 of its trial) completes it too. Adafactor's rule reduces over rows and
 // columns, so each rank updates the whole slice.
 //
+// Sharded state (set_shard(shard_level::state), ZeRO's stage 1): each replica keeps only its
+// share of an element-wise rule's state (Adam's m and v, SGD's momentum), 1/p of it, and
+// always updates that share, then allgathers the variable as above: the state's memory per
+// rank is 1/p, the communication the same as sharded updates'. Results are the same bits as
+// without. A checkpoint saves the state whole (an allgather of each state array over the
+// replicas, in the phase "checkpoint") and a load keeps each rank's share of it, so a sharded
+// checkpoint loads into an unsharded program and back.
+//
 // step() is collective like every meshpp operation: all ranks call it with the same variables,
 // whose gradients are present on all ranks alike (backward() is collective too). A variable
 // without a gradient is skipped: its value and state stay as they were, and its own count of
@@ -71,8 +79,8 @@
 //     my_slot(mp::variable<Tensor> v, std::shared_ptr<const Options> o);
 //     void update() override;   // parameter() from gradient() and the state, local slices
 //   };                          // (an element-wise rule may also return true from
-//                               // shardable(), update only the elements shard() names and
-//                               // list its state in state_tensors(): optim/adam.hpp)
+//                               // elementwise(), update only the elements shard() names and
+//                               // keep its state in state arrays: optim/adam.hpp)
 //   class my_opt : public mp::basic_optimizer<my_options, my_slot> {
 //    public:
 //     explicit my_opt(my_options o) : basic_optimizer(std::move(o)) {}
@@ -168,6 +176,19 @@ class slot_base {
   // i of the variable and the state, and reads enough an element that replicas gain by
   // splitting it (Adam), so step() may shard it
   virtual bool shardable() const { return false; }
+  // elementwise(): the rule reads element i of the gradient and the state only to write element
+  // i of the variable and the state, so its state can be kept in shares (shard_level::state)
+  // even where sharing the update does not gain by default (SGD with momentum)
+  virtual bool elementwise() const { return shardable(); }
+  // has_replica_dims(): the variable's layout leaves mesh dims to replicate it over (a
+  // data-parallel dim): what shard_level::state shards its state over
+  virtual bool has_replica_dims() const = 0;
+  // set_state_sharded(on): the state kept in shares over the replicas from its creation (or
+  // its next load) on, each rank holding its share alone (shard_level::state)
+  virtual void set_state_sharded(bool on) = 0;
+  virtual bool state_sharded() const = 0;
+  // state_bytes(): the bytes of state this rank holds for the variable now
+  virtual std::size_t state_bytes() const = 0;
   // replicated(): the variable has replicas to share its update with (more than one rank
   // holds its local slice); planning(): its mesh is a planned one (nothing runs)
   virtual bool replicated() const = 0;
@@ -257,11 +278,13 @@ MESHPP_KERNEL_INSTANCE void scale_in_place<double>(std::size_t, double*, double)
 /// derived class, its state. A derived slot overrides update() and, for checkpoints,
 /// visit_state(state_visitor&); it reads parameter() and gradient() (the local slices of both
 /// are laid out alike) and makes state tensors laid out as the variable with
-/// zeros_like_parameter(), so an element-wise rule needs no sums. Such a rule may also let
-/// the variable's replicas share its work: shardable() returns true, update() touches only
-/// the local elements shard() names, and state_tensors() lists every state tensor it keeps
-/// per element (the same list on every replica: complete_state() allgathers each; a state
-/// tensor left out would be saved stale).
+/// zeros_like_parameter(), so its rule needs no sums. An element-wise rule keeps its state in
+/// state arrays instead (zeros_like_state(), one value per element of state_range(), saved by
+/// visit_state_array), returns true from elementwise() (and from shardable() if sharing the
+/// update gains by default), updates only the local elements shard() names, and lists its
+/// arrays in state_arrays() (the same list on every replica: complete_state() allgathers each;
+/// an array left out would be saved stale). Its state can then be kept in shares over the
+/// variable's replicas (shard_level::state).
 /// @tparam Tensor the variable's meshpp::tensor type
 template <class Tensor>
 class optimizer_slot : public detail::slot_base {
@@ -286,7 +309,8 @@ class optimizer_slot : public detail::slot_base {
   void apply(bool shard) final {
     const std::size_t n = variable_.value().local().size();
     const unsigned mask = replica_mask();
-    if (!shard || !shardable() || mask == 0) {
+    if (state_sharded_) shard = true;  // the state holds this rank's share alone
+    if (!shard || !elementwise() || mask == 0) {
       complete_state();  // sharded before (set_sharded_updates(false) since): whole again
       shard_ = {0, n};
       update();
@@ -300,15 +324,25 @@ class optimizer_slot : public detail::slot_base {
     update();
     shard_ = {0, n};
     share(variable_.value(), counts);
-    state_stale_ = counts.size() > 1;
+    state_stale_ = counts.size() > 1 && !state_sharded_;
   }
 
   void complete_state() final {
     if (!state_stale_) return;
     const auto scope = mesh_counters().operation([&] { return "complete the state of " + name(); });
     const auto counts = shard_counts(variable_.value().local().size());
-    for (Tensor* t : state_tensors()) share(*t, counts);
+    for (state_array* a : state_arrays())
+      share_span(variable_.value().mesh(), std::span<value_type>(a->data(), a->size()), counts);
     state_stale_ = false;
+  }
+  bool has_replica_dims() const final { return replica_mask() != 0; }
+  void set_state_sharded(bool on) final { state_sharded_ = on && elementwise(); }
+  bool state_sharded() const final { return state_sharded_; }
+  // by default the state arrays'; a rule that keeps state tensors counts them itself
+  std::size_t state_bytes() const override {
+    std::size_t n = 0;
+    for (const state_array* a : const_cast<optimizer_slot*>(this)->state_arrays()) n += a->size();
+    return n * sizeof(value_type);
   }
   void state_replaced() final { state_stale_ = false; }
   bool state_in_shares() const final { return state_stale_; }
@@ -366,6 +400,52 @@ class optimizer_slot : public detail::slot_base {
     return Tensor(variable_.value().mesh(), variable_.value().sizes());
   }
 
+  // An element-wise rule's state: one value per local element of the variable, or under
+  // shard_level::state per element of this rank's share of them (state_range()). update()
+  // reads element i of the local slice at index i - state_range().begin.
+  using state_array = std::vector<value_type>;
+  // zeros_like_state(): a new state array of zeros (counted as made, for plans)
+  state_array zeros_like_state() const {
+    const auto [begin, end] = state_range();
+    const Tensor& v = variable_.value();
+    v.mesh().counters().made((end - begin) * sizeof(value_type), [&] { return v.layout_record(); });
+    return state_array(end - begin, value_type(0));
+  }
+  // visit_state_array(v, name, a): a checkpoint's walk over a state array that may not exist
+  // yet, stored as a tensor laid out as the variable: saving a sharded one allgathers it over
+  // the replicas into a whole slice first (collective over them; a whole slice's memory for
+  // the moment of the save), loading keeps this rank's share of the file's
+  void visit_state_array(state_visitor& v, std::string_view key, std::optional<state_array>& a) {
+    const auto [begin, end] = state_range();
+    switch (v.what()) {
+      case state_visitor::mode::save: {
+        if (!a) return;
+        Tensor whole = zeros_like_parameter();
+        std::copy(a->begin(), a->end(), whole.local().data() + begin);
+        // (on every replica alike: a share may hold all of a small slice, or none of it)
+        if (state_sharded_ && replicated() && v.writes())
+          share(whole, shard_counts(whole.local().size()));
+        v.tensor(key, view_of(whole));
+        return;
+      }
+      case state_visitor::mode::check:
+        if (v.has_tensor(key)) {
+          Tensor scratch = zeros_like_parameter();
+          v.tensor(key, view_of(scratch));
+        }
+        return;
+      case state_visitor::mode::load:
+        if (v.has_tensor(key)) {
+          Tensor whole = zeros_like_parameter();
+          v.tensor(key, view_of(whole));
+          a.emplace(whole.local().data() + begin, whole.local().data() + end);
+        } else {
+          a.reset();
+        }
+        return;
+    }
+  }
+
   /// The local elements [begin, end) that update() updates: all of them, or this rank's share
   /// when the rule is element-wise and the variable replicated (see apply())
   struct element_range {
@@ -378,9 +458,23 @@ class optimizer_slot : public detail::slot_base {
     mesh_counters().streamed(
         [&] { return arrays * (shard_.end - shard_.begin) * sizeof(value_type); });
   }
-  // state_tensors(): an element-wise rule's state tensors that exist now (each laid out as the
-  // variable), which complete_state() completes
-  virtual std::vector<Tensor*> state_tensors() { return {}; }
+  // state_arrays(): an element-wise rule's state arrays that exist now, which complete_state()
+  // completes
+  virtual std::vector<state_array*> state_arrays() { return {}; }
+
+  // state_range(): the local elements the state holds: [0, n), or under shard_level::state on
+  // a variable with replicas, this replica's share (the one its sharded updates update)
+  element_range state_range() const {
+    const std::size_t n = variable_.value().local().size();
+    const unsigned mask = replica_mask();
+    if (!state_sharded_ || mask == 0) return {0, n};
+    const auto counts = shard_counts(n);
+    const auto me = static_cast<std::size_t>(variable_.value().mesh().group_rank(mask));
+    element_range r;
+    for (std::size_t j = 0; j < me; ++j) r.begin += counts[j];
+    r.end = r.begin + counts[me];
+    return r;
+  }
 
  private:
   // the mesh dims the variable is replicated over (those its layout does not split it over)
@@ -399,14 +493,17 @@ class optimizer_slot : public detail::slot_base {
   // allgather over the replica mesh dims)
   static void share(Tensor& t, const std::vector<std::size_t>& counts) {
     auto& local = t.local();
-    detail::allgather_blocks_over(t.mesh(), replica_mask(),
-                                  std::span<value_type>(local.data(), local.size()),
-                                  std::span<const std::size_t>(counts));
+    share_span(t.mesh(), std::span<value_type>(local.data(), local.size()), counts);
+  }
+  static void share_span(const mesh_base& m, std::span<value_type> data,
+                         const std::vector<std::size_t>& counts) {
+    detail::allgather_blocks_over(m, replica_mask(), data, std::span<const std::size_t>(counts));
   }
 
   variable<Tensor> variable_;
   element_range shard_;
-  bool state_stale_ = false;  // sharded updates have run since the state was last complete
+  bool state_stale_ = false;    // sharded updates have run since the state was last complete
+  bool state_sharded_ = false;  // shard_level::state: the state holds this rank's share alone
 };
 
 /// How optimizer::step() shares an element-wise rule's update among a variable's replicas
@@ -414,6 +511,14 @@ class optimizer_slot : public detail::slot_base {
 /// then one allgather), measured (the default: whichever of the two its first updates timed
 /// faster, agreed on every rank).
 enum class sharding { off, on, measured };
+
+/// What an optimizer keeps in shares over each variable's replicas (the mesh dims its layout
+/// does not split it over: the data-parallel dims), as ZeRO's stages (Rajbhandari et al. 2020)
+/// and PyTorch FSDP name them: none (every replica holds all of it); state (the optimizer's
+/// state: each replica holds and updates its 1/p share, then one allgather of the variable
+/// over the replicas, as sharding::on); gradients and parameters (levels 2 and 3, not built:
+/// asking for them throws).
+enum class shard_level { none = 0, state = 1, gradients = 2, parameters = 3 };
 
 /// @brief The base of every optimizer: its variables (one slot each) and its step count.
 /// Not copyable (slots own state); movable.
@@ -429,6 +534,7 @@ class optimizer {
   // Collective. Throws meshpp::error (on every rank, before any update) if a gradient does not
   // fit its variable.
   void step() {
+    if (shard_ != shard_level::none) check_shardable(shard_, "step()");
     for (const auto& s : slots_) {
       if (s->has_grad()) s->check();
     }
@@ -464,6 +570,23 @@ class optimizer {
     }
   }
 
+  // set_shard(level): what the optimizer keeps in shares over the variables' replicas (see
+  // shard_level), from the state's creation on: before the first step, or before a load
+  // (which brings each rank its share). Throws meshpp::error, on every rank alike, after the
+  // first step, for a level not built, and when a variable's rule cannot shard its state (not
+  // element-wise: Adafactor) or no variable has a mesh dim to shard over (a model-parallel
+  // layout); the same checks run at step() for variables added since.
+  void set_shard(shard_level level) {
+    if (steps_ > 0 && level != shard_)
+      throw error("meshpp::optimizer::set_shard: the state exists after " + std::to_string(steps_) +
+                  " steps; choose the level before the first step (or before loading a "
+                  "checkpoint)");
+    check_shardable(level, "set_shard");
+    shard_ = level;
+    for (const auto& s : slots_) s->set_state_sharded(level >= shard_level::state);
+  }
+  shard_level shard() const { return shard_; }
+
   // set_sharding(how): how shardable rules on replicated variables share their updates among
   // the replicas from the next step on (the default: sharding::measured; see the top of
   // optim/optimizer.hpp); measured starts its timing again. Every rank alike.
@@ -491,7 +614,7 @@ class optimizer {
   // would wait for others). No communication; what save() checks before completing.
   void check_state_over(MPI_Comm comm, const std::string& who) const {
     for (const auto& s : slots_) {
-      if (!s->state_in_shares()) continue;
+      if (!s->state_in_shares() && !s->state_sharded()) continue;
       int result = MPI_UNEQUAL;
       detail::checked(MPI_Comm_compare(s->mesh_world(), comm, &result), "MPI_Comm_compare");
       // the same ranks, in any order: the completion runs over the variables' own groups
@@ -506,6 +629,14 @@ class optimizer {
   // zero_grad(): clears every variable's gradient without updating
   void zero_grad() {
     for (const auto& s : slots_) s->clear_grad();
+  }
+
+  // state_bytes(): the bytes of optimizer state this rank holds now (under shard_level::state,
+  // about 1/p of the unsharded figure for variables with p replicas)
+  std::size_t state_bytes() const {
+    std::size_t n = 0;
+    for (const auto& s : slots_) n += s->state_bytes();
+    return n;
   }
 
   // steps(): the number of step() calls so far
@@ -577,6 +708,7 @@ class optimizer {
                     "' was added twice");
       }
     }
+    s->set_state_sharded(shard_ >= shard_level::state);
     slots_.push_back(std::move(s));
     trials_.emplace_back();
   }
@@ -598,6 +730,7 @@ class optimizer {
     bool shard, timed;
   };
   update_way how_to_update(const detail::slot_base& s, trial& t) {
+    if (s.state_sharded()) return {true, false};  // the state is a share: so is the update
     if (sharding_ == sharding::off || !s.shardable()) return {false, false};
     // nothing to share (no replicas): as under on, with nothing to time
     if (sharding_ == sharding::on || !s.replicated()) return {true, false};
@@ -620,10 +753,35 @@ class optimizer {
     return {t.shard, false};
   }
 
+  // check_shardable(level, who): throws meshpp::error "meshpp::optimizer::<who>: ..." if level
+  // is not built, or cannot apply to these variables (the same on every rank)
+  void check_shardable(shard_level level, const std::string& who) const {
+    if (level == shard_level::none) return;
+    const std::string at = "meshpp::optimizer::" + who + ": ";
+    if (level > shard_level::state)
+      throw error(at + "shard level " + std::to_string(static_cast<int>(level)) +
+                  " (gradients, parameters) is not built; level 1 (state) is");
+    bool any = false;
+    for (const auto& s : slots_) {
+      if (!s->has_replica_dims()) continue;
+      any = true;
+      if (!s->elementwise())
+        throw error(at + "the state of variable '" + s->name() +
+                    "' cannot be sharded: this optimizer's rule is not element-wise (Adafactor's "
+                    "statistics are means over rows and columns); use shard level 0");
+    }
+    if (!any && !slots_.empty())
+      throw error(at +
+                  "no variable has a mesh dim to shard its state over (each is split over "
+                  "every mesh dim: a model-parallel layout); shard level 1 needs a data-parallel "
+                  "dim, or use level 0");
+  }
+
   std::vector<std::unique_ptr<detail::slot_base>> slots_;
   std::vector<trial> trials_;  // one a slot, in the same order
   std::int64_t steps_ = 0;
   sharding sharding_ = sharding::measured;
+  shard_level shard_ = shard_level::none;
 };
 
 /// @brief An optimizer whose rule is Slot and whose hyperparameters are Options. Slots share

@@ -108,32 +108,41 @@ template <class Tensor, class Options>
 class sgd_slot final : public optimizer_slot<Tensor> {
  public:
   using T = typename Tensor::value_type;
+  using state_array = typename optimizer_slot<Tensor>::state_array;
 
   sgd_slot(variable<Tensor> v, std::shared_ptr<const Options> o)
       : optimizer_slot<Tensor>(std::move(v)), options_(std::move(o)) {}
 
   void update() override {
     const Options& o = *options_;
-    const auto [begin, end] = this->shard();  // the whole slice: SGD does not shard
+    // the whole slice, or under shard_level::state this replica's share
+    const auto [begin, end] = this->shard();
     T* p = this->parameter().local().data() + begin;
     const T* g = std::as_const(this->gradient().local()).data() + begin;
     T* b = nullptr;
     if (o.momentum != 0) {
-      if (!buffer_) buffer_.emplace(this->zeros_like_parameter());
-      b = buffer_->local().data() + begin;
+      if (!buffer_) buffer_.emplace(this->zeros_like_state());
+      b = buffer_->data() + (begin - this->state_range().begin);
     }
     this->count_passes(b ? 5 : 3);  // p, g (and b) read; p (and b) written
     sgd_update<T>(end - begin, p, g, b, {o.learning_rate, o.weight_decay, o.momentum, o.nesterov});
   }
 
-  // the momentum buffer (absent without momentum, and before the first update)
-  void visit_state(state_visitor& v) override {
-    visit_optional_tensor(v, "momentum", buffer_, [&] { return this->zeros_like_parameter(); });
+  // element-wise, but sharing the update does not gain by default (the top of this header):
+  // it shards under shard_level::state, its momentum buffer in shares
+  // (with momentum: plain SGD has no state to shard)
+  bool elementwise() const override { return options_->momentum != 0; }
+  std::vector<state_array*> state_arrays() override {
+    if (!buffer_) return {};
+    return {&*buffer_};
   }
+
+  // the momentum buffer (absent without momentum, and before the first update)
+  void visit_state(state_visitor& v) override { this->visit_state_array(v, "momentum", buffer_); }
 
  private:
   std::shared_ptr<const Options> options_;
-  std::optional<Tensor> buffer_;  // momentum, created at the first update with momentum
+  std::optional<state_array> buffer_;  // momentum, created at the first update with momentum
 };
 
 }  // namespace detail

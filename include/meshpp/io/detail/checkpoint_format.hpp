@@ -78,6 +78,7 @@ class save_visitor final : public file_visitor {
   save_visitor(hid_t file, const boost::mpi::communicator& comm, std::string who, bool dry)
       : file_visitor(file, std::move(who)), comm_(comm), dry_(dry) {}
   mode what() const override { return mode::save; }
+  bool writes() const override { return !dry_; }
 
   void enter(const std::string& group) override {
     group_name_ = group;
