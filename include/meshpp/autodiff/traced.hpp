@@ -51,6 +51,9 @@
 
 #include "meshpp/comm/buckets.hpp"
 #include "meshpp/comm/collectives.hpp"
+#include "meshpp/core/config.hpp"
+#include "meshpp/core/divides.hpp"
+#include "meshpp/core/error.hpp"
 #include "meshpp/core/layout.hpp"
 #include "meshpp/core/shape.hpp"
 #include "meshpp/core/tensor.hpp"
@@ -64,6 +67,14 @@
 namespace meshpp {
 
 namespace detail {
+
+// the error of reading a gradient the optimizer holds in shares (variable::grad)
+[[noreturn]] MESHPP_KERNEL inline void gradient_in_shares(const std::string& name) {
+  throw error("meshpp::variable::grad(): the gradient of variable '" + name +
+              "' is summed in shares over its replicas (shard_level::gradients: each rank "
+              "summed only the share it updates); the optimizer's step() reads it. To read "
+              "gradients whole, use shard level 0 or 1");
+}
 
 /// One value of the gradient graph, of any tensor type.
 struct node_base {
@@ -84,6 +95,12 @@ struct node_base {
   unsigned pending = 0;
   // the bucket whose allreduce completes the gradient (backward() of a variable)
   std::shared_ptr<allreduce_bucket> in_flight;
+  // shard_level::gradients (optim/optimizer.hpp): a variable's partial sums over exactly these
+  // (its replica) mesh dims are reduce-scattered instead, each member of the group summing its
+  // share of the local slice alone (the optimizer's shares, core/divides.hpp shard_counts);
+  // grad_in_shares then says that only that share of the gradient is summed
+  unsigned scatter_over = 0;
+  bool grad_in_shares = false;
 
   virtual bool has_grad() const = 0;
   // sends this node's gradient to its wanted inputs
@@ -161,6 +178,7 @@ struct node final : node_base {
     release();
     grad.reset();
     pending = 0;
+    grad_in_shares = false;
   }
   void settle() override {
     finish_in_flight();
@@ -178,8 +196,40 @@ struct node final : node_base {
   }
   void enqueue(bucket_queue& q) override {
     if (!grad || !pending) return;
+    if constexpr (std::is_floating_point_v<typename Tensor::value_type>) {
+      if (scatter_over != 0 && pending == scatter_over) {
+        scatter_sums();
+        return;
+      }
+    }
     in_flight = q.add(value.mesh(), pending, std::span(grad->local().data(), grad->local().size()));
     pending = 0;
+  }
+  // scatter_sums(): the partial sums over scatter_over reduce-scattered, each member's share
+  // of the local slice summed into place (one reduce_scatter over the group, at once)
+  void scatter_sums() {
+    using T = typename Tensor::value_type;
+    const auto& m = value.mesh();
+    const auto scope = m.counters().operation([] {
+      return operation_descriptor{"gradient shares " + to_string(shape_type{}),
+                                  operation_kind::gradient_sums,
+                                  {},
+                                  {},
+                                  false};
+    });
+    auto& local = grad->local();
+    const auto counts =
+        shard_counts(local.size(), static_cast<std::size_t>(m.group_size(scatter_over)));
+    const auto me = static_cast<std::size_t>(m.group_rank(scatter_over));
+    std::size_t begin = 0;
+    for (std::size_t j = 0; j < me; ++j) begin += counts[j];
+    std::vector<T> share(counts[me]);
+    reduce_scatter_blocks_over<T>(m, scatter_over, std::span<const T>(local.data(), local.size()),
+                                  std::span<T>(share), std::span<const std::size_t>(counts),
+                                  MPI_SUM, true);
+    std::copy(share.begin(), share.end(), local.data() + begin);
+    pending = 0;
+    grad_in_shares = true;
   }
 
   // accumulate(g): adds the gradient contribution g (conformed to Tensor) to grad; a later
@@ -383,10 +433,12 @@ class variable : public traced<Tensor> {
   // every rank started: reading it on one rank alone is fine, it completes once the others
   // reach any MPI call). Hold no reference to it across backward(): the bucket writes there.
   const std::optional<Tensor>& grad() const {
+    check_whole();
     this->node_->settle();
     return this->node_->grad;
   }
   std::optional<Tensor>& grad() {
+    check_whole();
     this->node_->settle();
     return this->node_->grad;
   }
@@ -394,6 +446,10 @@ class variable : public traced<Tensor> {
   const std::string& name() const { return *name_; }
 
  private:
+  // check_whole(): throws meshpp::error if the gradient is held in shares (every rank alike)
+  void check_whole() const {
+    if (this->node_->grad_in_shares) detail::gradient_in_shares(name());
+  }
   std::shared_ptr<std::string> name_;
 };
 

@@ -129,6 +129,15 @@ template <class T>
 inline constexpr bool variable_values_are_not_floating_point = false;
 }  // namespace offending
 
+/// What an optimizer keeps in shares over each variable's replicas (the mesh dims its layout
+/// does not split it over: the data-parallel dims), as ZeRO's stages (Rajbhandari et al. 2020)
+/// and PyTorch FSDP name them: none (every replica holds all of it); state (the optimizer's
+/// state: each replica holds and updates its 1/p share, then one allgather of the variable
+/// over the replicas, as sharding::on); gradients (the state, and the gradients' sums over the
+/// replicas reduce-scattered instead of allreduced: each replica sums only the share it
+/// updates); parameters (level 3, not built: asking for it throws).
+enum class shard_level { none = 0, state = 1, gradients = 2, parameters = 3 };
+
 namespace detail {
 
 // option_text(v): a hyperparameter as it would be written: "-0.1", "1e-08", "nan"
@@ -183,9 +192,12 @@ class slot_base {
   // has_replica_dims(): the variable's layout leaves mesh dims to replicate it over (a
   // data-parallel dim): what shard_level::state shards its state over
   virtual bool has_replica_dims() const = 0;
-  // set_state_sharded(on): the state kept in shares over the replicas from its creation (or
-  // its next load) on, each rank holding its share alone (shard_level::state)
-  virtual void set_state_sharded(bool on) = 0;
+  // keeps_state(): the rule keeps state between updates (SGD does only with momentum)
+  virtual bool keeps_state() const { return true; }
+  // set_shard(level): from shard_level::state on, the state kept in shares over the replicas
+  // from its creation (or its next load) on, each rank holding its share alone; from
+  // shard_level::gradients on, the gradient's sums over the replicas reduce-scattered too
+  virtual void set_shard(shard_level level) = 0;
   virtual bool state_sharded() const = 0;
   // state_bytes(): the bytes of state this rank holds for the variable now
   virtual std::size_t state_bytes() const = 0;
@@ -317,10 +329,7 @@ class optimizer_slot : public detail::slot_base {
       return;
     }
     const auto counts = shard_counts(n);
-    const auto me = static_cast<std::size_t>(variable_.value().mesh().group_rank(mask));
-    shard_.begin = 0;
-    for (std::size_t j = 0; j < me; ++j) shard_.begin += counts[j];
-    shard_.end = shard_.begin + counts[me];
+    shard_ = share_of(n);
     update();
     shard_ = {0, n};
     share(variable_.value(), counts);
@@ -336,7 +345,12 @@ class optimizer_slot : public detail::slot_base {
     state_stale_ = false;
   }
   bool has_replica_dims() const final { return replica_mask() != 0; }
-  void set_state_sharded(bool on) final { state_sharded_ = on && elementwise(); }
+  void set_shard(shard_level level) final {
+    const bool scatter = level >= shard_level::gradients && elementwise();
+    // (a rule without state shards its updates only to update the shares of a gradient)
+    state_sharded_ = elementwise() && level >= shard_level::state && (keeps_state() || scatter);
+    variable_.node()->scatter_over = scatter ? replica_mask() : 0u;
+  }
   bool state_sharded() const final { return state_sharded_; }
   // by default the state arrays'; a rule that keeps state tensors counts them itself
   std::size_t state_bytes() const override {
@@ -350,17 +364,22 @@ class optimizer_slot : public detail::slot_base {
     return replica_mask() != 0 && variable_.value().mesh().group_size(replica_mask()) > 1;
   }
   bool planning() const final { return variable_.value().mesh().planning(); }
-  void wait_gradient() const final { (void)variable_.grad(); }
+  void wait_gradient() const final { variable_.node()->settle(); }
   MPI_Comm mesh_world() const final { return MPI_Comm(variable_.value().mesh().world()); }
 
   double gradient_squares() const final {
-    const Tensor& g = *variable_.grad();  // (waits for its sum)
-    if (g.mesh().planning() || !g.mesh().leads(replica_mask())) return 0;
-    mesh_counters().streamed([&] { return g.local().size() * sizeof(value_type); });
-    return detail::square_sum<value_type>(g.local().size(), g.local().data());
+    const Tensor& g = gradient();  // (waits for its sum)
+    if (g.mesh().planning()) return 0;
+    // summed in shares: each replica its own share, so each element counts once
+    const auto [begin, end] = variable_.node()->grad_in_shares ? share_of(g.local().size())
+                                                               : element_range{0, g.local().size()};
+    if (!variable_.node()->grad_in_shares && !g.mesh().leads(replica_mask())) return 0;
+    mesh_counters().streamed([&] { return (end - begin) * sizeof(value_type); });
+    return detail::square_sum<value_type>(end - begin, g.local().data() + begin);
   }
   void scale_gradient(double factor) final {
-    Tensor& g = *variable_.grad();
+    variable_.node()->settle();
+    Tensor& g = *variable_.node()->grad;
     mesh_counters().streamed([&] { return 2 * g.local().size() * sizeof(value_type); });
     if (g.mesh().planning()) return;
     detail::scale_in_place<value_type>(g.local().size(), g.local().data(),
@@ -393,8 +412,12 @@ class optimizer_slot : public detail::slot_base {
  protected:
   // parameter(): the variable's value, to update in place
   Tensor& parameter() { return variable_.value(); }
-  // gradient(): the variable's complete gradient (waits for its allreduce if still running)
-  const Tensor& gradient() const { return *variable_.grad(); }
+  // gradient(): the variable's complete gradient (waits for its allreduce if still running);
+  // under shard_level::gradients only the elements shard() names are summed
+  const Tensor& gradient() const {
+    variable_.node()->settle();
+    return *variable_.node()->grad;
+  }
   // zeros_like_parameter(): a new state tensor: zeros, laid out exactly as the variable
   Tensor zeros_like_parameter() const {
     return Tensor(variable_.value().mesh(), variable_.value().sizes());
@@ -466,10 +489,13 @@ class optimizer_slot : public detail::slot_base {
   // a variable with replicas, this replica's share (the one its sharded updates update)
   element_range state_range() const {
     const std::size_t n = variable_.value().local().size();
-    const unsigned mask = replica_mask();
-    if (!state_sharded_ || mask == 0) return {0, n};
+    if (!state_sharded_ || replica_mask() == 0) return {0, n};
+    return share_of(n);
+  }
+  // share_of(n): this replica's share of n local elements
+  element_range share_of(std::size_t n) const {
     const auto counts = shard_counts(n);
-    const auto me = static_cast<std::size_t>(variable_.value().mesh().group_rank(mask));
+    const auto me = static_cast<std::size_t>(variable_.value().mesh().group_rank(replica_mask()));
     element_range r;
     for (std::size_t j = 0; j < me; ++j) r.begin += counts[j];
     r.end = r.begin + counts[me];
@@ -511,14 +537,6 @@ class optimizer_slot : public detail::slot_base {
 /// then one allgather), measured (the default: whichever of the two its first updates timed
 /// faster, agreed on every rank).
 enum class sharding { off, on, measured };
-
-/// What an optimizer keeps in shares over each variable's replicas (the mesh dims its layout
-/// does not split it over: the data-parallel dims), as ZeRO's stages (Rajbhandari et al. 2020)
-/// and PyTorch FSDP name them: none (every replica holds all of it); state (the optimizer's
-/// state: each replica holds and updates its 1/p share, then one allgather of the variable
-/// over the replicas, as sharding::on); gradients and parameters (levels 2 and 3, not built:
-/// asking for them throws).
-enum class shard_level { none = 0, state = 1, gradients = 2, parameters = 3 };
 
 /// @brief The base of every optimizer: its variables (one slot each) and its step count.
 /// Not copyable (slots own state); movable.
@@ -583,7 +601,7 @@ class optimizer {
                   "checkpoint)");
     check_shardable(level, "set_shard");
     shard_ = level;
-    for (const auto& s : slots_) s->set_state_sharded(level >= shard_level::state);
+    for (const auto& s : slots_) s->set_shard(level);
   }
   shard_level shard() const { return shard_; }
 
@@ -708,7 +726,7 @@ class optimizer {
                     "' was added twice");
       }
     }
-    s->set_state_sharded(shard_ >= shard_level::state);
+    s->set_shard(shard_);
     slots_.push_back(std::move(s));
     trials_.emplace_back();
   }
@@ -758,9 +776,10 @@ class optimizer {
   void check_shardable(shard_level level, const std::string& who) const {
     if (level == shard_level::none) return;
     const std::string at = "meshpp::optimizer::" + who + ": ";
-    if (level > shard_level::state)
-      throw error(at + "shard level " + std::to_string(static_cast<int>(level)) +
-                  " (gradients, parameters) is not built; level 1 (state) is");
+    if (level > shard_level::gradients)
+      throw error(at +
+                  "shard level 3 (parameters) is not built; levels 1 (state) and 2 "
+                  "(gradients) are");
     bool any = false;
     for (const auto& s : slots_) {
       if (!s->has_replica_dims()) continue;

@@ -130,8 +130,8 @@ class sgd_slot final : public optimizer_slot<Tensor> {
 
   // element-wise, but sharing the update does not gain by default (the top of this header):
   // it shards under shard_level::state, its momentum buffer in shares
-  // (with momentum: plain SGD has no state to shard)
-  bool elementwise() const override { return options_->momentum != 0; }
+  bool elementwise() const override { return true; }
+  bool keeps_state() const override { return options_->momentum != 0; }
   std::vector<state_array*> state_arrays() override {
     if (!buffer_) return {};
     return {&*buffer_};
