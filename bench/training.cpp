@@ -27,7 +27,9 @@
 //                                     [--layout data|model] [--sharded-updates on|off|measured]
 // (--sharded-updates: optimizer::set_sharding(sharding::on, off or measured), to measure what
 // sharding Adam's update among the replicas gains; measured, the library's default, unless
-// given)
+// given; --shard 1|2: optimizer::set_shard(shard_level::state or gradients), the state kept in
+// shares and, at 2, the gradients reduce-scattered: docs/training.md, Training what does not
+// fit)
 #include <meshpp/meshpp.hpp>
 
 #include <algorithm>
@@ -127,7 +129,8 @@ struct by_hand {
 
 // run<Mesh>(b, h, adam, layout): the comparison under Mesh's layout; prints its JSON line
 template <class Mesh>
-void run(std::size_t b, std::size_t h, bool adam, const std::string& layout, mp::sharding sharded) {
+void run(std::size_t b, std::size_t h, bool adam, const std::string& layout, mp::sharding sharded,
+         int shard) {
   const int n = boost::mpi::communicator().size();
   Mesh mesh({n});
   const auto sizes =
@@ -146,14 +149,17 @@ void run(std::size_t b, std::size_t h, bool adam, const std::string& layout, mp:
   else
     opt = std::make_unique<mp::sgd>(mp::sgd_options{.learning_rate = learning_rate}, w1, w2);
   opt->set_sharding(sharded);
+  opt->set_shard(static_cast<mp::shard_level>(shard));
   std::vector<double> update_s;  // the optimizer's update alone, per meshpp step
   auto meshpp_step = [&] {
     auto hid = mp::relu(mp::einsum<mp::shape<batch, hidden>>(x, w1));
     auto logits = mp::einsum<mp::shape<batch, classes>>(hid, w2);
     auto loss = mp::reduce_mean(mp::softmax_cross_entropy<classes>(logits, y));
     mp::backward(loss);
-    (void)w1.grad();  // the gradients' sums complete here, so the update alone is timed below
-    (void)w2.grad();
+    if (shard < 2) {    // (at level 2 they are complete at the end of backward, in shares)
+      (void)w1.grad();  // the gradients' sums complete here, so the update alone is timed below
+      (void)w2.grad();
+    }
     const auto t0 = std::chrono::steady_clock::now();
     opt->step();
     update_s.push_back(
@@ -205,7 +211,8 @@ void run(std::size_t b, std::size_t h, bool adam, const std::string& layout, mp:
                            (hand.model ? "model-parallel" : "data-parallel") +
                            (sharded == mp::sharding::measured ? ""
                             : sharded == mp::sharding::on     ? ", updates sharded"
-                                                              : ", updates not sharded");
+                                                              : ", updates not sharded") +
+                           (shard ? ", shard level " + std::to_string(shard) : std::string());
   if (mesh.rank() == 0) {
     std::printf(
         "{\"bench\": \"training\", \"case\": \"%s\", \"ranks\": %d, \"meshpp_s\": %.6e, "
@@ -225,6 +232,7 @@ int main(int argc, char** argv) {
   std::size_t b = 100, h = 1024;
   std::string optimizer = "sgd", layout = "data";
   std::string sharded_updates = "measured";
+  int shard = 0;
   examples::cli cli("bench/training",
                     "one training step of the MNIST network under a layout against the same step "
                     "by hand (cblas_sgemm, MPI_Allreduce); one JSON line");
@@ -234,12 +242,20 @@ int main(int argc, char** argv) {
   cli.choose("--layout", layout, {"data", "model"}, "the layout (batch:all or hidden:all)");
   cli.choose("--sharded-updates", sharded_updates, {"on", "off", "measured"},
              "the update sharded among the replicas (optimizer::set_sharding)");
+  cli.add("--shard", shard,
+          "kept in shares over the replicas: 0 nothing, 1 the optimizer state, 2 the state and "
+          "the gradients' sums (optimizer::set_shard)");
   cli.parse(argc, argv);
+  if (shard < 0 || shard > 2) cli.fail("--shard must be 0, 1 or 2");
+  if (shard > 0 && layout == "model")
+    cli.fail("--shard needs --layout data: the model layout replicates no weight");
   const mp::sharding sharded = bench::sharding_named(sharded_updates);
   const bool adam = optimizer == "adam";
   if (layout == "model")
-    run<mp::mesh<mp::axes<all>, mp::layout<mp::split<hidden, all>>>>(b, h, adam, layout, sharded);
+    run<mp::mesh<mp::axes<all>, mp::layout<mp::split<hidden, all>>>>(b, h, adam, layout, sharded,
+                                                                     shard);
   else
-    run<mp::mesh<mp::axes<all>, mp::layout<mp::split<batch, all>>>>(b, h, adam, layout, sharded);
+    run<mp::mesh<mp::axes<all>, mp::layout<mp::split<batch, all>>>>(b, h, adam, layout, sharded,
+                                                                    shard);
   return 0;
 }

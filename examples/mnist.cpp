@@ -14,7 +14,7 @@
 //   mpiexec -n 2 build/examples/mnist --layout data --epochs 5
 //   [--data DIR] [--optimizer adam|sgd] [--learning-rate X] [--batch 100] [--hidden 1024]
 //   [--layout auto [--machine FILE]]
-//   [--schedule constant|cosine [--warmup N]] [--clip-norm X]
+//   [--schedule constant|cosine [--warmup N]] [--clip-norm X] [--shard 0|1|2]
 //   [--steps N] [--log-every N] [--seed S] [--json]
 //   [--checkpoint FILE [--checkpoint-every N] [--resume]]
 //
@@ -72,6 +72,9 @@ options parse(int argc, char** argv) {
              "the learning rate of each step (cosine: --warmup steps up, then down to a tenth)");
   cli.add("--warmup", o.warmup, "warmup steps of the cosine schedule");
   cli.add("--clip-norm", o.clip_norm, "the gradients' global norm clipped to this (0: none)");
+  cli.add("--shard", o.shard,
+          "kept in shares over the data-parallel ranks: 0 nothing, 1 the optimizer state, 2 the "
+          "state and the gradients' sums");
   cli.add("--batch", o.batch, "examples per step");
   cli.add("--hidden", o.hidden, "the hidden layer's width");
   cli.add("--epochs", o.epochs, "passes over the training set");
@@ -84,6 +87,9 @@ options parse(int argc, char** argv) {
   if (o.batch == 0 || o.hidden == 0 || o.log_every == 0)
     cli.fail("--batch, --hidden and --log-every must be positive");
   if (!(o.clip_norm >= 0)) cli.fail("--clip-norm must be >= 0 (0: no clipping)");
+  if (o.shard < 0 || o.shard > 3) cli.fail("--shard must be 0, 1, 2 or 3");
+  if (o.shard > 0 && o.layout == "auto")
+    cli.fail("--shard needs a --layout named: the layout search does not price sharding yet");
   if (o.warmup > 0 && o.schedule != "cosine") cli.fail("--warmup needs --schedule cosine");
   examples::check_checkpoint_flags(cli, o.checkpoint, o.checkpoint_every, o.resume);
   return o;

@@ -39,6 +39,7 @@ struct options {
   std::string schedule = "constant";  // or cosine: warmup, then decay to a tenth at the last step
   std::size_t warmup = 0;             // steps of linear warmup (cosine)
   double clip_norm = 0;               // > 0: the gradients' global norm clipped to this
+  int shard = 0;                      // mp::shard_level: 1 the optimizer state, 2 and gradients
   std::size_t batch = 100, hidden = 1024;
   std::size_t epochs = 5, steps = 0;  // steps > 0: stop after that many steps
   std::size_t log_every = 100;
@@ -149,12 +150,18 @@ struct model {
 // base class, so the training loop is compiled once per mesh, not once per optimizer too)
 template <class Mesh>
 std::unique_ptr<mp::optimizer> make_optimizer(const options& o, model<Mesh>& net) {
+  std::unique_ptr<mp::optimizer> opt;
   if (o.optimizer == "sgd") {
-    return std::make_unique<mp::sgd>(
+    opt = std::make_unique<mp::sgd>(
         mp::sgd_options{.learning_rate = o.learning_rate > 0 ? o.learning_rate : 0.1}, net);
+  } else {
+    opt = std::make_unique<mp::adam>(
+        mp::adam_options{.learning_rate = o.learning_rate > 0 ? o.learning_rate : 1e-3}, net);
   }
-  return std::make_unique<mp::adam>(
-      mp::adam_options{.learning_rate = o.learning_rate > 0 ? o.learning_rate : 1e-3}, net);
+  // what is kept in shares over the data-parallel ranks (an error, on every rank, where the
+  // layout has none)
+  opt->set_shard(static_cast<mp::shard_level>(o.shard));
+  return opt;
 }
 
 // planned_step(mesh, data, o): one step as train() takes it (the network, its optimizer, one
