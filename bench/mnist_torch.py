@@ -7,7 +7,8 @@
 #   /usr/bin/python3 bench/mnist_torch.py --batch 100 --optimizer adam --threads 1
 #   /usr/bin/python3 bench/mnist_torch.py --batch 100 --optimizer adam --ddp 2
 #
-# --threads n: one process, torch.set_num_threads(n). --ddp p: p processes of one thread each,
+# --threads n: one process, torch.set_num_threads(n) (--wait-policy passive|active: its
+# OpenMP threads' OMP_WAIT_POLICY, bench/torch_setup.py). --ddp p: p processes of one thread each,
 # DistributedDataParallel over gloo on this machine, each with batch / p examples. Prints one
 # JSON line: {"bench": "torch", "case": ..., "examples_per_second": ...}, the median over
 # steps timed for about 3 s after a warm-up (the slowest process's time under DDP).
@@ -15,22 +16,13 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 
 
-def threads_from_argv():
-    """--threads n (1 under --ddp), before torch is imported."""
-    if "--ddp" in sys.argv:
-        return 1
-    if "--threads" in sys.argv:
-        return int(sys.argv[sys.argv.index("--threads") + 1])
-    return 1
+# the environment from --threads and --wait-policy, before torch is imported (torch_setup.py)
+import torch_setup  # noqa: E402
 
-
-# Debian's torch does its products in the system BLAS (OpenBLAS), which starts its own threads
-# unless told: without this, "1 thread" used both cores (22 ms of CPU per 11 ms 1024^3 product)
-os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(threads_from_argv())
+torch_setup.configure()
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -106,6 +98,7 @@ def main():
     p.add_argument("--batch", type=int, default=100)
     p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--wait-policy", choices=["passive", "active"], default=None)
     p.add_argument("--ddp", type=int, default=0)
     args = p.parse_args()
     if args.ddp:
@@ -121,7 +114,7 @@ def main():
     else:
         torch.set_num_threads(args.threads)
         median, how = timed_steps(make_step(args.batch, args.optimizer, False)), \
-            f"1 process x {args.threads} threads"
+            torch_setup.describe(args.threads, args.wait_policy)
     name = f"mnist model {'Adam' if args.optimizer == 'adam' else 'SGD'} step, batch {args.batch}"
     print(json.dumps({"bench": "torch", "case": name, "torch": how, "torch_version": torch.__version__,
                       "step_s": median, "examples_per_second": args.batch / median}), flush=True)

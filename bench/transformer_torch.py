@@ -30,7 +30,8 @@
 #   /usr/bin/python3 bench/transformer_torch.py --threads 1
 #   /usr/bin/python3 bench/transformer_torch.py --ddp 2
 #
-# --threads n: one process, torch.set_num_threads(n), batch 32. --ddp p: p processes of one
+# --threads n: one process, torch.set_num_threads(n) (--wait-policy passive|active: its
+# OpenMP threads' OMP_WAIT_POLICY, bench/torch_setup.py), batch 32. --ddp p: p processes of one
 # thread each, DistributedDataParallel over gloo on this machine, each with batch / p sequences
 # (meshpp's data layout at p ranks: batch 32 split 16 a rank). Prints one JSON line:
 # {"bench": "torch", "case": ..., "tokens_per_second": ..., "cores": ...}, the median over steps
@@ -41,22 +42,13 @@ import json
 import math
 import os
 import statistics
-import sys
 import time
 
 
-def threads_from_argv():
-    """--threads n (1 under --ddp), before torch is imported."""
-    if "--ddp" in sys.argv:
-        return 1
-    if "--threads" in sys.argv:
-        return int(sys.argv[sys.argv.index("--threads") + 1])
-    return 1
+# the environment from --threads and --wait-policy, before torch is imported (torch_setup.py)
+import torch_setup  # noqa: E402
 
-
-# Debian's torch does its products in the system BLAS (OpenBLAS), which starts its own threads
-# unless told (bench/mnist_torch.py: without this, "1 thread" used both cores)
-os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(threads_from_argv())
+torch_setup.configure()
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -196,6 +188,7 @@ def main():
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--wait-policy", choices=["passive", "active"], default=None)
     p.add_argument("--ddp", type=int, default=0)
     args = p.parse_args()
     if args.d_model % args.heads or (args.ddp and args.batch % args.ddp):
@@ -214,7 +207,7 @@ def main():
     else:
         torch.set_num_threads(args.threads)
         step, parameters = make_step(args, args.batch, False)
-        median, how = timed_steps(step), f"1 process x {args.threads} threads"
+        median, how = timed_steps(step), torch_setup.describe(args.threads, args.wait_policy)
         cores = args.threads
     name = (f"transformer layers {args.layers} d_model {args.d_model} batch {args.batch} "
             f"seq {args.seq}")
