@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# mnist_torch: the README's MNIST network (bench/training.cpp, examples/mnist.cpp) trained by
+# mnist_torch: the README's MNIST network (bench/training.cpp, examples/mnist/mnist.cpp) trained by
 # PyTorch on the same machine: the peer a user would compare meshpp's step with. Same network
 # (x[batch, 784] w1[784, 1024] -> relu -> w2[1024, 10] -> softmax cross-entropy, mean over the
 # batch, no biases), same batch, same optimizer and rate (SGD 0.1, Adam 1e-3), float32.

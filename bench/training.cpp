@@ -1,5 +1,5 @@
 // training: one training step (SGD or Adam) of the Mesh-TensorFlow README's MNIST network
-// (examples/mnist.cpp) over every rank, under the data layout (batch:all) or the model layout
+// (examples/mnist/mnist.cpp) over every rank, under the data layout (batch:all) or the model layout
 // (hidden:all), against the same step written by hand with raw cblas_sgemm, raw MPI_Allreduce
 // and the optimizer as a plain loop, in the same run.
 //

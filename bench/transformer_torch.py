@@ -103,7 +103,7 @@ class Block(nn.Module):
 
 
 class LanguageModel(nn.Module):
-    """examples/transformer.hpp's language_model."""
+    """examples/transformer/transformer.hpp's language_model."""
 
     def __init__(self, layers, d_model, heads, d_ff, seq):
         super().__init__()

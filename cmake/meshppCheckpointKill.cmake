@@ -1,7 +1,7 @@
 # Run by CTest: cmake -DKILL=<command;...> -DSURVIVED=<command;...> -P meshppCheckpointKill.cmake
 #
 # KILL saves a good checkpoint, then starts another save during which one rank kills itself
-# with SIGKILL (tests/mpi/checkpoint_run.cpp, mode kill): the job must die, after the rank said
+# with SIGKILL (tests/mpi/io/checkpoint_run.cpp, mode kill): the job must die, after the rank said
 # so. SURVIVED must then find the killed save's temporary file and load the good checkpoint
 # with its values (mode survived).
 execute_process(COMMAND ${KILL} RESULT_VARIABLE killed OUTPUT_VARIABLE out ERROR_VARIABLE err

@@ -42,6 +42,7 @@ if(MESHPP_BUILD_EXAMPLES)
   set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
   add_test(NAME lint/tidy
     COMMAND ${MESHPP_CLANG_TIDY} --quiet -p ${PROJECT_BINARY_DIR}
-            ${lint_root}/examples/mnist.cpp ${lint_root}/examples/transformer_layouts.cpp)
+            ${lint_root}/examples/mnist/mnist.cpp
+            ${lint_root}/examples/transformer/transformer_layouts.cpp)
   set_tests_properties(lint/tidy PROPERTIES LABELS lint COST 80)  # 78 s: started first
 endif()

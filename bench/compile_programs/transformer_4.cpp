@@ -1,7 +1,7 @@
 // transformer_4: examples/transformer's four layouts (data; model; data+model;
-// model+residual) in one translation unit, as examples/transformer_layouts.cpp compiles them:
-// for each, the model, its blocks, and its training loop with planned_step. Explicit
-// instantiations only (no main): bench/compile compiles, it does not link.
+// model+residual) in one translation unit, as examples/transformer/transformer_layouts.cpp
+// compiles them: for each, the model, its blocks, and its training loop with planned_step.
+// Explicit instantiations only (no main): bench/compile compiles, it does not link.
 #if __has_include(<transformer_run.hpp>)  // a tree whose example splits the model in three
 #include <transformer_blocks.hpp>
 #include <transformer_language_model.hpp>

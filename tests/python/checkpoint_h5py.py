@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reads a checkpoint of tests/mpi/checkpoint_run.cpp with h5py alone (no meshpp) and checks
+"""Reads a checkpoint of tests/mpi/io/checkpoint_run.cpp with h5py alone (no meshpp) and checks
 that each dataset is the tensor's GLOBAL array, with its dim names as attributes.
 
     python3 checkpoint_h5py.py PREFIX      # reads PREFIX.adam.h5 and PREFIX.adam.ref

@@ -94,7 +94,7 @@ inline void agree_assigned_sizes(const std::size_t* dest, const std::size_t* e,
 // contiguous, to out. The one fused pass behind every evaluation.
 //
 // out may be one of e's operands: `t = t * 2 + b` evaluates into t's slice while reading it
-// (softmax's `y = exp(y - shift)`; tests/mpi/expressions.cpp, "assignment may read its own
+// (softmax's `y = exp(y - shift)`; tests/mpi/expr/expressions.cpp, "assignment may read its own
 // destination"). Not __restrict, then: that would promise the compiler that nothing else reads what
 // `o` writes. The loop is still free of dependences between iterations, as MESHPP_IVDEP says: a
 // tensor owns its slice (two tensors never share one), so an operand that reads out's memory is

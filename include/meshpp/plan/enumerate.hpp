@@ -53,7 +53,7 @@
 // It is an estimate, not a plan: where it and an exact plan of an instantiated layout differ,
 // the plan is right. Known: in the backward pass meshpp adds partial sums flowing into one
 // tensor before reducing them once (deferred partial sums); the estimate reduces each
-// product's partial sum, so it overcounts those allreduces (tests/mpi/transformer_plan.cpp
+// product's partial sum, so it overcounts those allreduces (tests/mpi/nn/transformer_plan.cpp
 // compares the estimate with the exact plans).
 //
 // Its parts: the model read from the reference plan's operations

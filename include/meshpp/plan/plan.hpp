@@ -15,7 +15,7 @@
 // gradient buckets are decided exactly as in a real run, and each collective is counted with
 // the same formula (core/counters.hpp); then no MPI call is made and no product, fused
 // expression or fill is computed. So the plan's counts are, by construction and by test
-// (tests/mpi/plan.cpp), the counters a real run on that rank records, per operation.
+// (tests/mpi/plan/plan.cpp), the counters a real run on that rank records, per operation.
 //
 // What a plan does not do: read values. A tensor's slice is allocated (untouched memory: the
 // operating system gives it pages only when written) and holds no meaningful values, so a step

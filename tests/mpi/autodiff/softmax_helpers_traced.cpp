@@ -29,7 +29,7 @@
 #include <boost/mpi/collectives/all_reduce.hpp>
 #include <boost/mpi/operations.hpp>
 
-#include "softmax_helpers.hpp"
+#include "../ops/softmax_helpers.hpp"
 
 using namespace softmax_test;
 

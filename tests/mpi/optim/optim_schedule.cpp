@@ -21,8 +21,9 @@ using meshpp_test::world;
 
 namespace {
 
-// The Transformer example's own schedule before the library had one (examples/transformer.hpp),
-// as it was: step counted from 1, warmup < steps (or steps 0)
+// The Transformer example's own schedule before the library had one
+// (examples/transformer/transformer.hpp), as it was: step counted from 1, warmup < steps (or
+// steps 0)
 double example_rate(double learning_rate, std::size_t steps, std::size_t warmup, std::size_t step) {
   if (warmup > 0 && step <= warmup)
     return learning_rate * static_cast<double>(step) / static_cast<double>(warmup);

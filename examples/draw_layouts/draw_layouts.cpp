@@ -67,7 +67,7 @@ MESHPP_DIM(processor_cols);
 using rules = mp::layout<mp::split<batch, processor_rows>, mp::split<hidden, processor_cols>>;
 using mesh_t = mp::mesh<mp::axes<processor_rows, processor_cols>, rules>;
 
-// examples/mnist.hpp's model (--layout data+model): logits = relu(images w1) w2
+// examples/mnist/mnist.hpp's model (--layout data+model): logits = relu(images w1) w2
 std::string draw(int ranks) {
   mesh_t mesh(mp::balanced_grid<2>(ranks));
   const auto sizes =

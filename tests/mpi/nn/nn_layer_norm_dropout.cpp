@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "grad_fixture.hpp"
+#include "../autodiff/grad_fixture.hpp"
 #include "reference.hpp"
 
 // split_mesh splits hidden, the normalised dim: its means allreduce over cols

@@ -8,7 +8,7 @@
 // file, the object and the reason in the message, and leaves the loaded values untouched;
 // saving leaves no temporary file; sharded Adam(W) updates give one rank's bits, save
 // completes their state, and loading into the same optimizer rolls back exactly. (Other rank
-// counts: tests/mpi/checkpoint_run.cpp.)
+// counts: tests/mpi/io/checkpoint_run.cpp.)
 #include <meshpp/io/checkpoint.hpp>
 #include <meshpp/meshpp.hpp>
 

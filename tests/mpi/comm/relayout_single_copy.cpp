@@ -13,8 +13,8 @@
 // the MPI path with small pieces and with the direct copies turned off.
 #include <meshpp/comm/single_copy.hpp>
 
+#include "../ops/uneven_fixture.hpp"
 #include "small_pieces.hpp"
-#include "uneven_fixture.hpp"
 
 #include <fstream>
 

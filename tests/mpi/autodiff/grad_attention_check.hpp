@@ -14,8 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../nn/nn_variable_gradcheck.hpp"
 #include "grad_fixture.hpp"
-#include "nn_variable_gradcheck.hpp"
 #include "reference.hpp"
 #include "transformer_reference.hpp"
 

@@ -1,4 +1,4 @@
-// mnist.hpp: the network, its data and its training loop for examples/mnist.cpp (which
+// mnist.hpp: the network, its data and its training loop for examples/mnist/mnist.cpp (which
 // says what it does); train<Mesh> for the 2-D layout is compiled in mnist_2d.cpp.
 #pragma once
 

@@ -1,6 +1,6 @@
 // transformer.hpp: the language model, its layouts and its training loop for
-// examples/transformer.cpp (which says what it does). Every layout is compiled once, in
-// transformer_layouts.cpp; this header declares what that file compiles, so the example's main,
+// examples/transformer/transformer.cpp (which says what it does). Every layout is compiled once,
+// in transformer_layouts.cpp; this header declares what that file compiles, so the example's main,
 // the tests and the bench that include it compile none of the model again.
 #pragma once
 
@@ -475,7 +475,7 @@ struct trainer {
 };
 
 // run<Mesh, Residual>(mesh, text, o): trains, evaluates and samples; prints as
-// examples/transformer.cpp says
+// examples/transformer/transformer.cpp says
 template <class Mesh, class Residual = void>
 void run(const Mesh& mesh, const mp::text_corpus& text, const options& o) {
   trainer<Mesh, Residual>(mesh, text, o).train();
