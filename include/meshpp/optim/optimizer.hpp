@@ -370,12 +370,14 @@ class optimizer_slot : public detail::slot_base {
   double gradient_squares() const final {
     const Tensor& g = gradient();  // (waits for its sum)
     if (g.mesh().planning()) return 0;
-    // summed in shares: each replica its own share, so each element counts once
-    const auto [begin, end] = variable_.node()->grad_in_shares ? share_of(g.local().size())
-                                                               : element_range{0, g.local().size()};
-    if (!variable_.node()->grad_in_shares && !g.mesh().leads(replica_mask())) return 0;
-    mesh_counters().streamed([&] { return (end - begin) * sizeof(value_type); });
-    return detail::square_sum<value_type>(end - begin, g.local().data() + begin);
+    // summed in shares: each replica its own share, so each element counts once (a range, not
+    // a structured binding: clang 14 cannot capture those in a lambda)
+    const bool in_shares = variable_.node()->grad_in_shares;
+    const element_range r =
+        in_shares ? share_of(g.local().size()) : element_range{0, g.local().size()};
+    if (!in_shares && !g.mesh().leads(replica_mask())) return 0;
+    mesh_counters().streamed([&] { return (r.end - r.begin) * sizeof(value_type); });
+    return detail::square_sum<value_type>(r.end - r.begin, g.local().data() + r.begin);
   }
   void scale_gradient(double factor) final {
     variable_.node()->settle();

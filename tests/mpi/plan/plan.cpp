@@ -47,12 +47,14 @@ using seq_mesh_t =
 // one training step of the README's network; everything it makes is made here, so a plan
 // counts the variables and the optimizer's slots too
 // (with plain SGD, which keeps no state, when sgd)
-void mnist_step(const mesh_t& m, std::size_t bucket_bytes, bool sgd = false) {
+void mnist_step(const mesh_t& m, std::size_t bucket_bytes, bool sgd = false,
+                mp::shard_level shard = mp::shard_level::none) {
   const auto sizes = mp::extents{batch{} = 8, rows{} = 4, cols{} = 6, hidden{} = 12, classes{} = 5};
   mp::variable w1(mp::random_uniform<float, rows, cols, hidden>(m, sizes, 1, -0.5f, 0.5f), "w1");
   mp::variable w2(mp::random_uniform<float, hidden, classes>(m, sizes, 2, -0.5f, 0.5f), "w2");
   mp::adam adam(mp::adam_options{.learning_rate = 1e-3}, w1, w2);
   mp::sgd plain({.learning_rate = 0.1}, w1, w2);
+  (sgd ? static_cast<mp::optimizer&>(plain) : adam).set_shard(shard);
   const auto images = mp::random_uniform<float, batch, rows, cols>(m, sizes, 3, 0.0f, 1.0f);
   using labels_t = mp::tensor_of<std::int32_t, mp::shape<batch>, mesh_t>;
   const auto labels = mp::generate<labels_t>(
@@ -153,29 +155,36 @@ std::string describe(const std::vector<mp::operation_count>& ops, const mp::coun
 }  // namespace
 
 TEST_CASE("plan: every operation's collectives, flops and bytes equal the real step's counters") {
+  // (shard levels: the optimizer's state and the gradients in shares, their reduce-scatters,
+  // allgathers and state made as the step makes them)
+  const auto levels = {mp::shard_level::none, mp::shard_level::state, mp::shard_level::gradients};
   for (const auto& shape : meshpp_test::mesh_shapes<3>(world().size())) {
-    for (std::size_t bucket_bytes : {std::size_t{0}, std::size_t{4} << 20}) {
-      const mesh_t real(shape);
-      real.counters().by_operation(true);
-      mnist_step(real, bucket_bytes);
-      const auto p = mp::make_plan<mesh_t>(
-          shape, [&](const mesh_t& m) { mnist_step(m, bucket_bytes); }, world().rank());
-      const bool same = p.operations() == real.counters().operations();
-      INFO("mesh " << real.describe() << ", buckets of " << bucket_bytes << " bytes, rank "
-                   << world().rank() << "\nplanned:\n"
-                   << describe(p.operations(), real.counters()) << "measured:\n"
-                   << describe(real.counters().operations(), real.counters()));
-      CHECK(all_ranks(same));
-      // and the totals agree with the whole-mesh counters
-      for (std::size_t k = 0; k < mp::collective_kinds; ++k) {
-        const auto kind = static_cast<mp::collective>(k);
-        CHECK(all_ranks(p.total(kind) == real.counters().total(kind)));
+    for (const auto shard : levels) {
+      for (std::size_t bucket_bytes : {std::size_t{0}, std::size_t{4} << 20}) {
+        CAPTURE(static_cast<int>(shard));
+        const mesh_t real(shape);
+        real.counters().by_operation(true);
+        mnist_step(real, bucket_bytes, false, shard);
+        const auto p = mp::make_plan<mesh_t>(
+            shape, [&](const mesh_t& m) { mnist_step(m, bucket_bytes, false, shard); },
+            world().rank());
+        const bool same = p.operations() == real.counters().operations();
+        INFO("mesh " << real.describe() << ", buckets of " << bucket_bytes << " bytes, rank "
+                     << world().rank() << "\nplanned:\n"
+                     << describe(p.operations(), real.counters()) << "measured:\n"
+                     << describe(real.counters().operations(), real.counters()));
+        CHECK(all_ranks(same));
+        // and the totals agree with the whole-mesh counters
+        for (std::size_t k = 0; k < mp::collective_kinds; ++k) {
+          const auto kind = static_cast<mp::collective>(k);
+          CHECK(all_ranks(p.total(kind) == real.counters().total(kind)));
+        }
+        CHECK(all_ranks(p.flops() == real.counters().einsum_flops()));
+        // the plan is not empty: the step's einsums were planned (forward 2, backward 4 at most)
+        CHECK(p.flops() > 0);
+        CHECK(p.report().find("einsum [batch, rows, cols] x [rows, cols, hidden]") !=
+              std::string::npos);
       }
-      CHECK(all_ranks(p.flops() == real.counters().einsum_flops()));
-      // the plan is not empty: the step's einsums were planned (forward 2, backward 4 at most)
-      CHECK(p.flops() > 0);
-      CHECK(p.report().find("einsum [batch, rows, cols] x [rows, cols, hidden]") !=
-            std::string::npos);
     }
   }
 }
