@@ -13,12 +13,11 @@
 #include <string>
 #include <vector>
 
-#include <sys/resource.h>
-
 #include <boost/mpi/collectives/all_reduce.hpp>
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/operations.hpp>
 
+#include <meshpp/core/memory.hpp>
 #include <meshpp/optim/optimizer.hpp>
 
 namespace bench {
@@ -74,14 +73,8 @@ times compare(const boost::mpi::communicator& comm, M&& meshpp, B&& baseline,
 }
 
 // peak_resident_mib(comm): the largest peak resident memory over the ranks, in MiB
-// (getrusage's ru_maxrss, kilobytes on Linux)
 inline double peak_resident_mib(const boost::mpi::communicator& comm) {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  const double mine = static_cast<double>(u.ru_maxrss) / 1024.0;
-  double largest = 0;
-  boost::mpi::all_reduce(comm, mine, largest, boost::mpi::maximum<double>());
-  return largest;
+  return static_cast<double>(meshpp::peak_resident_bytes(comm)) / (1024.0 * 1024.0);
 }
 
 inline void print(const boost::mpi::communicator& comm, const std::string& bench,

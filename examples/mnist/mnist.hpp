@@ -261,6 +261,8 @@ void train(const Mesh& mesh, const mp::mnist_data& data, const options& o) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double accuracy = net.test_accuracy();
+  // the largest peak resident memory over the ranks (collective: every rank asks)
+  const double peak_mib = static_cast<double>(mp::peak_resident_bytes(mesh.world())) / (1 << 20);
   if (talk && o.json) {
     std::printf("{\"record\": \"evaluation\", \"step\": %zu, \"test_accuracy\": %.4f}\n", total,
                 accuracy);
@@ -268,12 +270,14 @@ void train(const Mesh& mesh, const mp::mnist_data& data, const options& o) {
         "{\"record\": \"final\", \"test_accuracy\": %.4f, \"seconds\": %.3f, \"layout\": \"%s\", "
         "\"ranks\": %d, "
         "\"mesh\": \"%s\", \"steps\": %zu, \"batch\": %zu, \"optimizer\": \"%s\", "
-        "\"examples_per_second\": %.1f}\n",
+        "\"examples_per_second\": %.1f, \"peak_rss_mib\": %.1f}\n",
         accuracy, seconds, layout_name.c_str(), mesh.world().size(), mesh.describe().c_str(), total,
-        o.batch, o.optimizer.c_str(), static_cast<double>(trained * o.batch) / seconds);
+        o.batch, o.optimizer.c_str(), static_cast<double>(trained * o.batch) / seconds, peak_mib);
   } else if (talk) {
-    std::printf("test accuracy %.4f after %zu steps (%.1f s training, %s layout, %d ranks)\n",
-                accuracy, total, seconds, layout_name.c_str(), mesh.world().size());
+    std::printf(
+        "test accuracy %.4f after %zu steps (%.1f s training, %s layout, %d ranks, peak %.0f MiB a "
+        "rank)\n",
+        accuracy, total, seconds, layout_name.c_str(), mesh.world().size(), peak_mib);
   }
 }
 

@@ -116,6 +116,9 @@ options parse(int argc, char** argv) {
   cli.add("--warmup", o.warmup, "warmup steps of the schedule (a tenth of --steps if not fewer)");
   cli.add("--learning-rate", o.learning_rate, "the peak step size, after warmup");
   cli.add("--clip-norm", o.clip_norm, "the gradients' global norm clipped to this (0: none)");
+  cli.add("--shard", o.shard,
+          "kept in shares over the data-parallel ranks: 0 nothing, 1 the optimizer state, 2 the "
+          "state and the gradients' sums");
   cli.choose("--optimizer", o.optimizer, {"adam", "sgd"}, "the optimizer");
   cli.add("--eval-windows", o.eval_windows, "validation windows (0: no validation)");
   cli.add("--validation-block", o.validation_block,
@@ -147,6 +150,7 @@ options parse(int argc, char** argv) {
   examples::check_checkpoint_flags(cli, o.checkpoint, o.checkpoint_every, o.resume);
   if (!(o.learning_rate > 0)) cli.fail("--learning-rate must be positive");
   if (!(o.clip_norm >= 0)) cli.fail("--clip-norm must be >= 0 (0: no clipping)");
+  if (o.shard < 0 || o.shard > 3) cli.fail("--shard must be 0, 1, 2 or 3");
   if (!(o.temperature > 0)) cli.fail("--temperature must be positive");
   if (plan_ranks < 0) cli.fail("--plan must be at least 1 rank");
   if (o.warmup >= o.steps && o.steps > 0) o.warmup = o.steps / 10;

@@ -56,6 +56,7 @@ struct options {
   std::size_t steps = 3000, warmup = 100, log_every = 50;
   double learning_rate = 2e-3;  // the peak, after warmup; cosine decay to a tenth at the end
   double clip_norm = 0;         // > 0: the gradients' global norm clipped to this before each step
+  int shard = 0;  // mp::shard_level: 1 the optimizer state, 2 and the gradients, in shares
   std::size_t eval_windows = 512;  // validation windows of seq characters (0: none)
   // the held-out 5%: blocks of this many characters from every part of the text (every 20th
   // block); 0: the last 5% in one piece
@@ -170,6 +171,9 @@ template <class Model>
 std::unique_ptr<mp::optimizer> optimizer_for(const options& o, const Model& model) {
   auto holding_all = [&](auto opt) {
     opt->add(model);
+    // what is kept in shares over the data-parallel ranks (an error, on every rank, where
+    // nothing applies)
+    opt->set_shard(static_cast<mp::shard_level>(o.shard));
     return std::unique_ptr<mp::optimizer>(std::move(opt));
   };
   if (o.optimizer == "sgd")
@@ -430,6 +434,8 @@ struct trainer {
       std::snprintf(bpc_text, sizeof bpc_text, "validation %.4f bits/char", *bpc);
     }
     const std::string text_out = o.sample_length ? sample() : std::string();
+    // the largest peak resident memory over the ranks (collective: every rank asks)
+    const double peak_mib = static_cast<double>(mp::peak_resident_bytes(mesh.world())) / (1 << 20);
     if (talk && o.json) {
       std::printf("{\"record\": \"evaluation\", \"step\": %zu, \"val_bpc\": %s}\n",
                   first - 1 + trained, bpc_json);
@@ -437,14 +443,15 @@ struct trainer {
           "{\"record\": \"final\", \"val_bpc\": %s, \"seconds\": %.3f, \"layout\": \"%s\", "
           "\"ranks\": %d, \"mesh\": "
           "%s, \"steps\": %zu, \"batch\": %zu, \"seq\": %zu, \"tokens_per_second\": %.1f, "
-          "\"sample\": %s}\n",
+          "\"peak_rss_mib\": %.1f, \"sample\": %s}\n",
           bpc_json, seconds, o.layout.c_str(), mesh.world().size(),
           json_string(mesh.describe()).c_str(), first - 1 + trained, o.batch, o.seq,
-          static_cast<double>(trained * o.batch * o.seq) / seconds,
+          static_cast<double>(trained * o.batch * o.seq) / seconds, peak_mib,
           json_string(o.prompt + text_out).c_str());
     } else if (talk) {
-      std::printf("%s after %zu steps (%.1f s training, %s layout, %d ranks)\n", bpc_text,
-                  first - 1 + trained, seconds, o.layout.c_str(), mesh.world().size());
+      std::printf(
+          "%s after %zu steps (%.1f s training, %s layout, %d ranks, peak %.0f MiB a rank)\n",
+          bpc_text, first - 1 + trained, seconds, o.layout.c_str(), mesh.world().size(), peak_mib);
       std::printf("sample: %s%s\n", o.prompt.c_str(), text_out.c_str());
     }
     std::fflush(stdout);

@@ -9,6 +9,7 @@
 #include "meshpp/core/error.hpp"
 #include "meshpp/core/extents.hpp"
 #include "meshpp/core/layout.hpp"
+#include "meshpp/core/memory.hpp"
 #include "meshpp/core/mesh.hpp"
 #include "meshpp/core/random.hpp"
 #include "meshpp/core/shape.hpp"
