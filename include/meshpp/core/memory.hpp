@@ -13,9 +13,11 @@
 
 #include <cstdint>
 
-#include <boost/mpi/collectives/all_reduce.hpp>
+#include <mpi.h>
+
 #include <boost/mpi/communicator.hpp>
-#include <boost/mpi/operations.hpp>
+
+#include "meshpp/core/checked.hpp"
 
 namespace meshpp {
 
@@ -29,9 +31,9 @@ inline std::uint64_t peak_resident_bytes() {
 
 // peak_resident_bytes(comm): the largest peak over the ranks of comm, on every rank
 inline std::uint64_t peak_resident_bytes(const boost::mpi::communicator& comm) {
-  std::uint64_t largest = 0;
-  boost::mpi::all_reduce(comm, peak_resident_bytes(), largest,
-                         boost::mpi::maximum<std::uint64_t>());
+  std::uint64_t largest = peak_resident_bytes();
+  detail::checked(MPI_Allreduce(MPI_IN_PLACE, &largest, 1, MPI_UINT64_T, MPI_MAX, MPI_Comm(comm)),
+                  "MPI_Allreduce");
   return largest;
 }
 
