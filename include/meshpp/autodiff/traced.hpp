@@ -218,16 +218,15 @@ struct node final : node_base {
                                   false};
     });
     auto& local = grad->local();
-    const auto counts =
-        shard_counts(local.size(), static_cast<std::size_t>(m.group_size(scatter_over)));
-    const auto me = static_cast<std::size_t>(m.group_rank(scatter_over));
-    std::size_t begin = 0;
-    for (std::size_t j = 0; j < me; ++j) begin += counts[j];
-    std::vector<T> share(counts[me]);
+    const auto p = static_cast<std::size_t>(m.group_size(scatter_over));
+    const auto counts = shard_counts(local.size(), p);
+    const auto mine =
+        shard_of(local.size(), p, static_cast<std::size_t>(m.group_rank(scatter_over)));
+    std::vector<T> share(mine.end - mine.begin);
     reduce_scatter_blocks_over<T>(m, scatter_over, std::span<const T>(local.data(), local.size()),
                                   std::span<T>(share), std::span<const std::size_t>(counts),
                                   MPI_SUM, true);
-    std::copy(share.begin(), share.end(), local.data() + begin);
+    std::copy(share.begin(), share.end(), local.data() + mine.begin);
     pending = 0;
     grad_in_shares = true;
   }

@@ -72,4 +72,18 @@ inline std::vector<std::size_t> shard_counts(std::size_t n, std::size_t p) {
   return counts;
 }
 
+// shard_of(n, p, j): where share j of shard_counts(n, p) lies: {begin, end} in [0, n). What the
+// optimizer's sharded update and a gradient reduce-scattered into its shares both use, so that
+// the two agree.
+struct shard_range {
+  std::size_t begin = 0, end = 0;
+};
+inline shard_range shard_of(std::size_t n, std::size_t p, std::size_t j) {
+  const auto counts = shard_counts(n, p);
+  shard_range r;
+  for (std::size_t i = 0; i < j; ++i) r.begin += counts[i];
+  r.end = r.begin + counts[j];
+  return r;
+}
+
 }  // namespace meshpp::detail

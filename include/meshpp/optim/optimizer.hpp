@@ -382,9 +382,12 @@ class optimizer_slot : public detail::slot_base {
   void scale_gradient(double factor) final {
     variable_.node()->settle();
     Tensor& g = *variable_.node()->grad;
-    mesh_counters().streamed([&] { return 2 * g.local().size() * sizeof(value_type); });
+    // summed in shares: the rest of the slice is this rank's partial sums, which no one reads
+    const element_range r = variable_.node()->grad_in_shares ? share_of(g.local().size())
+                                                             : element_range{0, g.local().size()};
+    mesh_counters().streamed([&] { return 2 * (r.end - r.begin) * sizeof(value_type); });
     if (g.mesh().planning()) return;
-    detail::scale_in_place<value_type>(g.local().size(), g.local().data(),
+    detail::scale_in_place<value_type>(r.end - r.begin, g.local().data() + r.begin,
                                        static_cast<value_type>(factor));
   }
   const mesh_base& grad_mesh() const final { return variable_.value().mesh(); }
@@ -496,12 +499,10 @@ class optimizer_slot : public detail::slot_base {
   }
   // share_of(n): this replica's share of n local elements
   element_range share_of(std::size_t n) const {
-    const auto counts = shard_counts(n);
-    const auto me = static_cast<std::size_t>(variable_.value().mesh().group_rank(replica_mask()));
-    element_range r;
-    for (std::size_t j = 0; j < me; ++j) r.begin += counts[j];
-    r.end = r.begin + counts[me];
-    return r;
+    const auto& m = variable_.value().mesh();
+    const auto r = detail::shard_of(n, static_cast<std::size_t>(m.group_size(replica_mask())),
+                                    static_cast<std::size_t>(m.group_rank(replica_mask())));
+    return {r.begin, r.end};
   }
 
  private:
